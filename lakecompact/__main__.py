@@ -1,0 +1,5 @@
+import sys
+
+from lakecompact.cli import main
+
+sys.exit(main())

@@ -1,0 +1,31 @@
+"""One compactor per table: an exclusive lock file beside the table's state."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+from contextlib import contextmanager
+from datetime import datetime, timezone
+
+from lakecompact.errors import LockHeld
+from lakecompact.storage import Storage
+
+
+@contextmanager
+def table_lock(storage: Storage, path: str, table: str):
+    owner = f"pid {os.getpid()} on {socket.gethostname()} by {getpass.getuser()} since {datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S}Z"
+    try:
+        storage.write_text(path, owner, overwrite=False)
+    except Exception as exc:  # Hadoop's FileAlreadyExistsException arrives as a Py4J error
+        if "already exists" not in str(exc).lower() and not storage.exists(path):
+            raise
+        try:
+            held_by = storage.read_text(path)
+        except Exception:
+            held_by = "unknown"
+        raise LockHeld(table, path, held_by) from None
+    try:
+        yield
+    finally:
+        storage.delete(path)

@@ -1,0 +1,1 @@
+"""Landing: source events into hourly increment batches, exactly once."""

@@ -1,0 +1,261 @@
+"""Kafka Connect JSON messages (Debezium envelopes, or ExtractNewRecordState rows) into table rows.
+
+Everything here is a DataFrame -> DataFrame function built from Spark SQL expressions; the driver only
+sees the few distinct schemas of a batch, never the rows.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from lakecompact.errors import SchemaError
+from lakecompact.schema.connect import Field, decode, is_placeholder, row_fields, schema_hash
+from lakecompact.schema.model import META_COLUMNS, TableSchema
+
+# The columns every raw event has, whatever the source (files or Kafka).
+RAW_COLUMNS = ("__kafka_topic", "__kafka_partition", "__kafka_offset", "key", "payload", "__origin")
+
+_SOURCE_WIRE = (
+    "STRUCT<`connector`:STRING,`ts_ms`:BIGINT,`ts_sec`:BIGINT,`ts_us`:BIGINT,`ts_ns`:BIGINT,`lsn`:BIGINT,"
+    "`file`:STRING,`pos`:BIGINT,`row`:INT,`snapshot`:STRING,`db`:STRING,`schema`:STRING,`table`:STRING>"
+)
+# ExtractNewRecordState add.fields names, as `__<field>` or `__source_<field>`.
+_FLAT_META = {
+    "__op": "STRING",
+    "__deleted": "STRING",
+    "__lsn": "BIGINT",
+    "__source_lsn": "BIGINT",
+    "__file": "STRING",
+    "__source_file": "STRING",
+    "__pos": "BIGINT",
+    "__source_pos": "BIGINT",
+    "__row": "INT",
+    "__source_row": "INT",
+    "__source_ts_ms": "BIGINT",
+    "__source_ts_us": "BIGINT",
+    "__source_ts_ns": "BIGINT",
+    "__ts_ms": "BIGINT",
+}
+_NOT_TABLE_SCHEMAS = (
+    "io.debezium.connector.common.Heartbeat",
+    "io.debezium.connector.common.TransactionMetadataValue",
+    "io.debezium.connector.mysql.SchemaChangeValue",
+    "io.debezium.connector.mariadb.SchemaChangeValue",
+    "io.debezium.connector.postgresql.MessageValue",
+)
+OPS = ("c", "r", "u", "d", "t")
+
+
+@dataclass(frozen=True)
+class MessageShape:
+    """How the values of one topic (with one schema) are laid out."""
+
+    kind: str  # "envelope", "flat", or "skip" (heartbeats, transactions, schema changes, PG messages)
+    fields: tuple[Field, ...] = ()
+    schema_hash: str | None = None  # None: events without an embedded schema
+
+
+def split_message(raw: DataFrame) -> DataFrame:
+    """Separate the embedded schema from the payload of key and value; a null value is a Kafka tombstone."""
+    value_keys = F.json_object_keys("payload")
+    key_keys = F.json_object_keys("key")
+    value_wrapped = F.array_contains(value_keys, "schema") & F.array_contains(value_keys, "payload")
+    key_wrapped = F.array_contains(key_keys, "schema") & F.array_contains(key_keys, "payload")
+    value_schema = F.when(value_wrapped, F.get_json_object("payload", "$.schema"))
+    return raw.select(
+        *RAW_COLUMNS,
+        F.when(value_wrapped, F.get_json_object("payload", "$.payload")).otherwise(F.col("payload")).alias("value_json"),
+        value_schema.alias("value_schema"),
+        F.sha2(value_schema, 256).substr(1, 16).alias("value_schema_hash"),
+        F.when(key_wrapped, F.get_json_object("key", "$.payload")).otherwise(F.col("key")).alias("key_json"),
+        F.when(key_wrapped, F.get_json_object("key", "$.schema")).alias("key_schema"),
+        F.coalesce(value_keys, F.array()).alias("value_keys"),
+    )
+
+
+def shape_of(schema: dict[str, Any] | None, sample_keys: list[str], topic: str) -> MessageShape:
+    """Classify one topic's messages from their embedded schema, or from a sample's top-level keys."""
+    if schema is not None:
+        name = schema.get("name") or ""
+        if name in _NOT_TABLE_SCHEMAS:
+            return MessageShape("skip")
+        fields = {f.get("field"): f for f in schema.get("fields", [])}
+        if name.endswith(".Envelope") or ("op" in fields and ("after" in fields or "before" in fields)):
+            row = fields.get("after") or fields.get("before")
+            if row is None:
+                raise SchemaError(f"topic {topic}: envelope schema {name!r} has neither after nor before")
+            return MessageShape("envelope", tuple(row_fields(row)), schema_hash(schema))
+        flat = {**schema, "fields": [f for f in schema.get("fields", []) if not f.get("field", "").startswith("__")]}
+        return MessageShape("flat", tuple(row_fields(flat)), schema_hash(schema))
+    keys = set(sample_keys)
+    if topic.startswith("__debezium-heartbeat") or keys == {"ts_ms"}:
+        return MessageShape("skip")
+    if {"ddl", "tableChanges"} & keys or {"status", "event_count"} <= keys or "message" in keys:
+        return MessageShape("skip")
+    if "op" in keys and ({"after", "before", "source"} & keys):
+        return MessageShape("envelope")
+    return MessageShape("flat")
+
+
+def key_columns(key_schema: dict[str, Any] | None, key_sample: list[str]) -> tuple[str, ...]:
+    if key_schema is not None:
+        return tuple(f.name for f in row_fields(key_schema))
+    return tuple(key_sample)
+
+
+def _struct(fields: list[tuple[str, str]]) -> str:
+    return "STRUCT<" + ",".join(f"`{name}`:{kind}" for name, kind in fields) + ">"
+
+
+def decode_events(
+    events: DataFrame,
+    shape: MessageShape,
+    table: TableSchema,
+    placeholder: str,
+    landed_at: str,
+) -> DataFrame:
+    """Split events of one table and one message shape into rows; the `__reason` column is set for bad ones."""
+    fields = list(shape.fields) or list(table.fields)
+    wire_row = [(f.name, f.wire_type) for f in fields]
+    if shape.kind == "envelope":
+        wire = _struct(
+            [("before", _struct(wire_row)), ("after", _struct(wire_row)), ("source", _SOURCE_WIRE),
+             ("op", "STRING"), ("__corrupt", "STRING")]
+        )
+    else:
+        wire = _struct(wire_row + list(_FLAT_META.items()) + [("__corrupt", "STRING")])
+    parsed = events.withColumn(
+        "m", F.from_json("value_json", wire, {"columnNameOfCorruptRecord": "__corrupt", "mode": "PERMISSIVE"})
+    )
+    key_wire = [(f.name, f.wire_type) for f in fields if f.name in table.key]
+    if key_wire:
+        parsed = parsed.withColumn("k", F.from_json("key_json", _struct(key_wire)))
+    if shape.kind == "envelope":
+        parsed = parsed.withColumn("op", F.col("m.op")).withColumn(
+            "image", F.when(F.col("op") == "d", F.col("m.before")).otherwise(F.col("m.after"))
+        )
+        meta = _envelope_meta()
+    else:
+        deleted = F.lower(F.col("m.__deleted")) == "true"
+        op = F.coalesce(F.col("m.__op"), F.when(deleted, F.lit("d")).otherwise(F.lit("u")))
+        parsed = parsed.withColumn("op", op).withColumn("image", F.col("m"))
+        meta = _flat_meta()
+    present = {f.name: f for f in fields}
+    columns: list[Column] = []
+    toast_checks: list[str] = []
+    for field in table.fields:
+        name = field.name
+        if name not in present:
+            columns.append(F.lit(None).cast(field.table_type).alias(name))
+            continue
+        value = decode(f"image.`{name}`", field.schema)
+        check = is_placeholder(f"image.`{name}`", field.schema, placeholder)
+        if check:
+            toast_checks.append(f"IF({check}, '{name}', NULL)")
+            value = f"IF({check}, NULL, {value})"
+        if name in table.key and key_wire:
+            value = f"coalesce({value}, {decode(f'k.`{name}`', field.schema)})"
+        columns.append(F.expr(f"CAST({value} AS {field.table_type})").alias(name))
+    toast = f"filter(array({', '.join(toast_checks)}), x -> x IS NOT NULL)" if toast_checks else "CAST(array() AS ARRAY<STRING>)"
+    meta["__toast"] = F.expr(toast)
+    meta["__landed_at"] = F.to_timestamp(F.lit(landed_at))
+    rows = parsed.select(
+        *columns,
+        *[meta[name].cast(kind).alias(name) for name, kind in META_COLUMNS],
+        F.col("m").isNull().alias("__not_object"),
+        F.col("m.__corrupt").isNotNull().alias("__corrupt"),
+        F.col("image").isNull().alias("__no_image"),
+        "key",
+        "payload",
+        "__origin",
+    )
+    return rows.withColumn("__reason", _reason(table)).drop("__not_object", "__corrupt", "__no_image")
+
+
+def _envelope_meta() -> dict[str, Column]:
+    source = "m.source"
+    return _position_meta(
+        op=F.col("op"),
+        ts_ms=F.coalesce(F.col(f"{source}.ts_ms"), F.col(f"{source}.ts_sec") * 1000),
+        ts_fine=F.coalesce(
+            F.col(f"{source}.ts_ns"), F.col(f"{source}.ts_us") * 1000, F.col(f"{source}.ts_ms") * 1_000_000
+        ),
+        lsn=F.col(f"{source}.lsn"),
+        file=F.col(f"{source}.file"),
+        pos=F.col(f"{source}.pos"),
+        row=F.col(f"{source}.row"),
+    )
+
+
+def _flat_meta() -> dict[str, Column]:
+    def either(name: str) -> Column:
+        return F.coalesce(F.col(f"m.__{name}"), F.col(f"m.__source_{name}"))
+
+    ts_ms = F.coalesce(F.col("m.__source_ts_ms"), F.col("m.__ts_ms"))
+    return _position_meta(
+        op=F.col("op"),
+        ts_ms=ts_ms,
+        ts_fine=F.coalesce(F.col("m.__source_ts_ns"), F.col("m.__source_ts_us") * 1000, ts_ms * 1_000_000),
+        lsn=either("lsn"),
+        file=either("file"),
+        pos=either("pos"),
+        row=either("row"),
+    )
+
+
+def _position_meta(op, ts_ms, ts_fine, lsn, file, pos, row) -> dict[str, Column]:
+    """The one comparable position: LSN; else binlog (file number, pos, row) as 8+20+10 digits; else time."""
+
+    def digits(value: Column, width: int) -> Column:
+        text = value.cast("string")
+        return F.lpad(text, width, "0")
+
+    binlog = F.concat(
+        digits(F.coalesce(F.regexp_extract(file, r"([0-9]+)$", 1).cast("bigint"), F.lit(0)), 8),
+        digits(pos, 20),
+        digits(F.coalesce(row, F.lit(0)), 10),
+    ).cast("decimal(38,0)")
+    position = (
+        F.when(lsn.isNotNull(), lsn.cast("decimal(38,0)"))
+        .when(file.isNotNull() & pos.isNotNull(), binlog)
+        .otherwise(ts_fine.cast("decimal(38,0)"))
+    )
+    return {
+        "__op": op,
+        "__source_ts_ms": ts_ms,
+        "__lsn": lsn,
+        "__binlog_file": file,
+        "__binlog_pos": pos,
+        "__binlog_row": row,
+        "__position": position,
+        "__kafka_topic": F.col("__kafka_topic"),
+        "__kafka_partition": F.col("__kafka_partition"),
+        "__kafka_offset": F.col("__kafka_offset"),
+        "__deleted": op == "d",
+    }
+
+
+def _reason(table: TableSchema) -> Column:
+    """Why an event cannot be applied, or null; evaluated over the decoded row."""
+    op = F.col("__op")
+    key_missing = F.lit(False)
+    for name in table.key:
+        key_missing = key_missing | F.col(name).isNull()
+    key_list = json.dumps(list(table.key))
+    return (
+        F.when(F.col("__not_object"), F.lit("payload is not a JSON object"))
+        .when(F.col("__corrupt"), F.lit("payload does not match its schema"))
+        .when(op.isNull(), F.lit("no op in the event"))
+        .when(~op.isin(*OPS), F.concat(F.lit("unknown op '"), op, F.lit("'")))
+        .when(op.isin("c", "r", "u") & F.col("__no_image"), F.concat(F.lit("op "), op, F.lit(" without an after image")))
+        .when((op != "t") & key_missing, F.lit(f"missing key: expected values for key columns {key_list}"))
+    )
+
+
+def wire_schema_of(value_schema: str | None) -> dict[str, Any] | None:
+    return json.loads(value_schema) if value_schema else None

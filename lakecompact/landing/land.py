@@ -1,0 +1,292 @@
+"""`lakecompact land`: new events into one increment batch per table, exactly once.
+
+Protocol (DESIGN "Commit protocols"): the batch's input is fixed first in an intent file; every table's
+increment is written to its final folder (overwritten on a rerun) and registered in the metastore;
+then the source positions are recorded in a new state file. A crash anywhere before that last write
+reruns the same batch from the same intent, which rewrites the same folders: nothing lost, nothing doubled.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakecompact.catalog import Catalog
+from lakecompact.config import Config
+from lakecompact.errors import SchemaError
+from lakecompact.landing import decode, files
+from lakecompact.naming import table_for_topic
+from lakecompact.report import say, seconds_since, warn
+from lakecompact.schema.connect import Field
+from lakecompact.schema.model import META_COLUMNS, TableSchema
+from lakecompact.storage import VersionedState
+
+QUARANTINE_COLUMNS = ("__reason", "__kafka_topic", "__kafka_partition", "__kafka_offset", "key", "payload", "__origin")
+
+
+@dataclass
+class LandReport:
+    batch: int | None = None
+    events_in: int = 0
+    rows_out: dict[str, int] = field(default_factory=dict)
+    quarantined: dict[str, int] = field(default_factory=dict)
+    skipped: int = 0
+
+
+class Landing:
+    def __init__(self, spark: SparkSession, config: Config):
+        self.spark, self.config = spark, config
+        self.catalog = Catalog(spark, config)
+        self.storage = self.catalog.storage
+        self.state = VersionedState(self.storage, f"{self.catalog.root}/_state/land")
+        self.intent_path = f"{self.catalog.root}/_state/land-intent.json"
+
+    def run(self) -> LandReport:
+        started = time.monotonic()
+        self.catalog.ensure_database()
+        number, state = self.state.latest()
+        state = state or {"batch": 0, "files": {}, "kafka": {}}
+        intent = self._pending_intent(state)
+        if intent:
+            say(f"land: batch {intent['batch']} was interrupted; landing the same input again")
+        else:
+            intent = self._plan(state)
+            if intent is None:
+                say(f"land: nothing new to land ({seconds_since(started)})")
+                return LandReport()
+            self.storage.write_json(self.intent_path, intent, overwrite=True)
+        report = self._land(intent)
+        state = self._advance(state, intent)
+        self.state.write(number + 1, state)
+        self.state.prune(keep=20)
+        self.storage.delete(self.intent_path)
+        total = sum(report.rows_out.values())
+        say(
+            f"land: batch {intent['batch']}: {report.events_in} events in, {total} rows out to "
+            f"{len(report.rows_out)} table(s), {sum(report.quarantined.values())} quarantined, "
+            f"{report.skipped} skipped, in {seconds_since(started)}"
+        )
+        return report
+
+    # -- the batch's input -----------------------------------------------------------------------
+    def _pending_intent(self, state: dict) -> dict | None:
+        if not self.storage.exists(self.intent_path):
+            return None
+        intent = self.storage.read_json(self.intent_path)
+        if intent["batch"] <= state["batch"]:  # committed; only the intent's removal was lost
+            self.storage.delete(self.intent_path)
+            return None
+        return intent
+
+    def _plan(self, state: dict) -> dict | None:
+        now = datetime.now(timezone.utc)
+        intent = {"batch": state["batch"] + 1, "hour": now.strftime("%Y%m%d%H"), "landed_at": now.isoformat()}
+        if self.config.source.kind == "files":
+            ranges = files.plan(self.spark, self.storage, self.config.source.paths, state["files"])
+            if not ranges:
+                return None
+            return {**intent, "files": [r.to_json() for r in ranges]}
+        from lakecompact.landing import kafka
+
+        offsets = kafka.plan(self.spark, self.config.source, state["kafka"])
+        if not offsets:
+            return None
+        return {**intent, "kafka": offsets}
+
+    def _advance(self, state: dict, intent: dict) -> dict:
+        landed_files = dict(state["files"])
+        for r in intent.get("files", []):
+            landed_files[r["path"]] = {"lines": r["end"], "size": r["size"]}
+        kafka_offsets = dict(state["kafka"])
+        for topic_partition, bounds in intent.get("kafka", {}).items():
+            kafka_offsets[topic_partition] = bounds["end"]
+        return {"batch": intent["batch"], "files": landed_files, "kafka": kafka_offsets}
+
+    def _read(self, intent: dict) -> DataFrame:
+        if "files" in intent:
+            ranges = [files.FileRange(r["path"], r["start"], r["end"], r["size"]) for r in intent["files"]]
+            return files.read(self.spark, ranges)
+        from lakecompact.landing import kafka
+
+        return kafka.read(self.spark, self.config.source, intent["kafka"])
+
+    # -- the batch itself ------------------------------------------------------------------------
+    def _land(self, intent: dict) -> LandReport:
+        batch, hour = intent["batch"], intent["hour"]
+        raw = self._read(intent).persist()
+        report = LandReport(batch=batch)
+        bad_lines = raw.where(F.col("__line_reason").isNotNull())
+        messages = decode.split_message(raw.where(F.col("__line_reason").isNull())).persist()
+        summary = (
+            messages.groupBy(F.col("__kafka_topic").alias("topic"), "value_schema_hash")
+            .agg(
+                F.first("value_schema", ignorenulls=True).alias("value_schema"),
+                F.first("key_schema", ignorenulls=True).alias("key_schema"),
+                F.first(F.when(F.col("payload").isNotNull(), F.json_object_keys("key_json")), ignorenulls=True).alias("key_sample"),
+                F.first(F.when(F.col("payload").isNotNull(), F.col("value_keys")), ignorenulls=True).alias("value_sample"),
+                F.count(F.lit(1)).alias("events"),
+                F.count("payload").alias("values"),
+            )
+            .collect()
+        )
+        report.events_in = sum(row.events for row in summary)
+        by_table: dict[str, list] = {}
+        for row in summary:
+            by_table.setdefault(row.topic, []).append(row)
+        quarantine: list[tuple[str | None, DataFrame]] = [(None, self._line_quarantine(bad_lines))]
+        for topic, groups in sorted(by_table.items()):
+            report.skipped += sum(g.events - g.values for g in groups)  # Kafka tombstones
+            outcome = self._land_topic(topic, groups, messages, intent)
+            if outcome is None:
+                report.skipped += sum(g.values for g in groups)
+                continue
+            table, good, bad = outcome
+            count = self._write_increment(table, good, batch, hour)
+            report.rows_out[table] = report.rows_out.get(table, 0) + count
+            quarantine.append((table, bad))
+        for table, bad in quarantine:
+            count = self._write_quarantine(table, bad, batch)
+            if count:
+                report.quarantined[table or "_unknown"] = report.quarantined.get(table or "_unknown", 0) + count
+        for table, count in sorted(report.rows_out.items()):
+            say(f"  {self.config.database}.{table}: {count} rows landed in batch {batch} (hour {hour})")
+        for table, count in sorted(report.quarantined.items()):
+            warn(f"{table}: {count} events quarantined in batch {batch}; see `lakecompact status`")
+        messages.unpersist()
+        raw.unpersist()
+        return report
+
+    def _land_topic(self, topic: str, groups: list, messages: DataFrame, intent: dict):
+        """Decode one topic's events into its table; None when the topic holds no table rows."""
+        table = table_for_topic(topic, self.config)
+        table_config = self.config.table(table)
+        events = messages.where((F.col("__kafka_topic") == topic) & F.col("payload").isNotNull())
+        shapes = []
+        for group in groups:
+            if group.values == 0:
+                continue
+            schema = json.loads(group.value_schema) if group.value_schema else None
+            try:
+                shape = decode.shape_of(schema, list(group.value_sample or []), topic)
+            except SchemaError as exc:
+                shapes.append((group, None, str(exc)))
+                continue
+            shapes.append((group, shape, None))
+        if shapes and all(shape is not None and shape.kind == "skip" for _, shape, _ in shapes):
+            return None
+        schema = self.catalog.schema(table)
+        if schema is None:
+            first = next((s for _, s, _ in shapes if s is not None and s.fields), None)
+            if first is None:
+                reason = "no schema known for this topic: its events carry none, and no earlier event or registry gave one"
+                return table, self._empty_rows(), _with_reason(events, reason)
+            key = table_config.key
+            if key is None:
+                group = next(g for g, s, _ in shapes if s is first)
+                key_schema = json.loads(group.key_schema) if group.key_schema else None
+                key = decode.key_columns(key_schema, list(group.key_sample or []))
+            schema = TableSchema(table, topic, first.fields, tuple(key))
+            self.catalog.create(schema)
+            say(f"  created {self.config.database}.{table} (key {list(schema.key) or 'none: append-only'}, "
+                f"{len(schema.fields)} columns) from topic {topic}")
+        good_parts, bad_parts = [], []
+        for group, shape, error in shapes:
+            selected = events.where(
+                F.col("value_schema_hash").isNull()
+                if group.value_schema_hash is None
+                else F.col("value_schema_hash") == group.value_schema_hash
+            )
+            if shape is None:
+                bad_parts.append(_with_reason(selected, error))
+                continue
+            if shape.kind == "skip":
+                bad_parts.append(_with_reason(selected, "not a row event of a table"))
+                continue
+            try:
+                schema = self._evolve(schema, list(shape.fields))
+            except SchemaError as exc:
+                bad_parts.append(_with_reason(selected, str(exc)))
+                continue
+            rows = decode.decode_events(
+                selected, shape, schema, table_config.toast_placeholder, intent["landed_at"]
+            )
+            good_parts.append(rows)
+        if not good_parts:
+            good = self._empty_rows(schema)
+            bad = _union(bad_parts) if bad_parts else _with_reason(events.limit(0), "")
+            return table, good, bad
+        decoded = _union(good_parts)
+        good = decoded.where(F.col("__reason").isNull()).select(*schema.column_names, *[n for n, _ in META_COLUMNS])
+        bad = _union([decoded.where(F.col("__reason").isNotNull()).select(*QUARANTINE_COLUMNS), *bad_parts])
+        return table, good, bad
+
+    def _evolve(self, schema: TableSchema, fields: list[Field]) -> TableSchema:
+        if not fields:
+            return schema
+        merged, added = schema.merged_with(fields)
+        if added:
+            self.catalog.add_columns(merged, [(f.name, f.table_type) for f in added])
+            say(f"  {self.config.database}.{schema.table}: added column(s) {', '.join(f.name for f in added)}")
+        return merged
+
+    def _empty_rows(self, schema: TableSchema | None = None):
+        return None
+
+    def _write_increment(self, table: str, rows: DataFrame | None, batch: int, hour: str) -> int:
+        if rows is None:
+            return 0
+        schema = self.catalog.require(table)
+        columns = schema.column_names + [n for n, _ in META_COLUMNS]
+        # columns added by a later group of this batch read as null in the earlier ones
+        rows = rows.select(*[F.col(c) if c in rows.columns else F.lit(None).cast(t).alias(c)
+                             for c, t in schema.columns + list(META_COLUMNS)]).select(*columns)
+        location = self.catalog.paths(table).increment(hour, batch)
+        rows.write.mode("overwrite").parquet(location)
+        count = self.spark.read.parquet(location).count()
+        if count:
+            self.catalog.add_partitions(
+                f"{table}_increments", [([("__hour", hour), ("__batch", batch)], location)]
+            )
+        else:
+            self.storage.delete(location)
+        return count
+
+    def _line_quarantine(self, bad_lines: DataFrame) -> DataFrame:
+        return bad_lines.select(
+            F.col("__line_reason").alias("__reason"),
+            "__kafka_topic",
+            "__kafka_partition",
+            "__kafka_offset",
+            "key",
+            F.col("__line").alias("payload"),
+            "__origin",
+        )
+
+    def _write_quarantine(self, table: str | None, rows: DataFrame, batch: int) -> int:
+        root = self.catalog.paths(table).quarantine if table else f"{self.catalog.root}/_quarantine"
+        location = f"{root}/batch={batch}"
+        rows.select(*QUARANTINE_COLUMNS).write.mode("overwrite").parquet(location)
+        count = self.spark.read.parquet(location).count()
+        if not count:
+            self.storage.delete(location)
+        return count
+
+
+def _with_reason(events: DataFrame, reason: str) -> DataFrame:
+    return events.select(F.lit(reason).alias("__reason"), *QUARANTINE_COLUMNS[1:])
+
+
+def _union(frames: list[DataFrame]) -> DataFrame:
+    result = frames[0]
+    for frame in frames[1:]:
+        result = result.unionByName(frame, allowMissingColumns=True)
+    return result
+
+
+def land(spark: SparkSession, config: Config) -> LandReport:
+    return Landing(spark, config).run()

@@ -1,0 +1,286 @@
+"""Kafka Connect JSON schemas (as Debezium writes them) into Spark types and decode expressions.
+
+A field has two types here: the *wire* type that `from_json` reads the JSON value as (a Connect Decimal
+is a base64 string on the wire), and the *table* type it is stored as (DECIMAL(p,s)). `decode()` builds
+the Spark SQL expression that turns the one into the other, so decoding stays inside Spark.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from lakecompact.errors import SchemaError
+from lakecompact.naming import check_identifier
+
+_PRIMITIVE = {
+    "int8": "TINYINT",
+    "int16": "SMALLINT",
+    "int32": "INT",
+    "int64": "BIGINT",
+    "float32": "FLOAT",
+    "float": "FLOAT",
+    "float64": "DOUBLE",
+    "double": "DOUBLE",
+    "boolean": "BOOLEAN",
+    "string": "STRING",
+}
+
+DECIMAL = "org.apache.kafka.connect.data.Decimal"
+VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
+_DATE = {"io.debezium.time.Date", "org.apache.kafka.connect.data.Date"}
+_TIME_MICROS_FACTOR = {  # time of day, as a multiplier (or divisor when negative) to microseconds
+    "io.debezium.time.Time": 1000,
+    "org.apache.kafka.connect.data.Time": 1000,
+    "io.debezium.time.MicroTime": 1,
+    "io.debezium.time.NanoTime": -1000,
+}
+_TIMESTAMP = {
+    "io.debezium.time.Timestamp": "timestamp_millis({e})",
+    "org.apache.kafka.connect.data.Timestamp": "timestamp_millis({e})",
+    "io.debezium.time.MicroTimestamp": "timestamp_micros({e})",
+    "io.debezium.time.NanoTimestamp": "timestamp_micros({e} div 1000)",
+}
+ZONED_TIMESTAMP = "io.debezium.time.ZonedTimestamp"
+VARIABLE_SCALE_DECIMAL_TYPE = "DECIMAL(38,18)"
+
+
+@dataclass(frozen=True)
+class Field:
+    """One column of a source row: its name, Connect schema, and the types derived from it."""
+
+    name: str
+    schema: dict[str, Any]
+
+    @property
+    def table_type(self) -> str:
+        return table_type(self.schema)
+
+    @property
+    def wire_type(self) -> str:
+        return wire_type(self.schema)
+
+    @property
+    def toastable(self) -> bool:
+        return self.schema.get("type") in ("string", "bytes", "array", "map")
+
+
+def row_fields(row_schema: dict[str, Any]) -> list[Field]:
+    """The fields of a Connect struct schema (the `after` record), names validated for SQL."""
+    if row_schema.get("type") != "struct":
+        raise SchemaError(f"expected a struct schema for the row, got type {row_schema.get('type')!r}")
+    fields = []
+    for field in row_schema.get("fields", []):
+        name = check_identifier(field.get("field", ""), "column name")
+        if name.startswith("__"):
+            raise SchemaError(f"source column {name!r} starts with __, which lakecompact keeps for meta columns")
+        fields.append(Field(name, {k: v for k, v in field.items() if k != "field"}))
+    return fields
+
+
+def table_type(schema: dict[str, Any]) -> str:
+    """The Spark/Hive column type for a Connect schema."""
+    name, kind = schema.get("name"), schema.get("type")
+    if name == DECIMAL:
+        params = schema.get("parameters", {})
+        scale = int(params.get("scale", 0))
+        precision = int(params.get("connect.decimal.precision", 38))
+        precision = min(max(precision, scale, 1), 38)
+        return f"DECIMAL({precision},{scale})"
+    if name == VARIABLE_SCALE_DECIMAL:
+        return VARIABLE_SCALE_DECIMAL_TYPE
+    if name in _DATE:
+        return "DATE"
+    if name in _TIME_MICROS_FACTOR:
+        return "STRING"
+    if name in _TIMESTAMP or name == ZONED_TIMESTAMP:
+        return "TIMESTAMP"
+    if kind == "bytes":
+        return "BINARY"
+    if kind in _PRIMITIVE:
+        return _PRIMITIVE[kind]
+    if kind == "array":
+        return f"ARRAY<{table_type(schema['items'])}>"
+    if kind == "map":
+        return f"MAP<{table_type(schema['keys'])},{table_type(schema['values'])}>"
+    if kind == "struct":
+        inner = ",".join(
+            f"`{check_identifier(f['field'], 'struct field')}`:{table_type(f)}" for f in schema.get("fields", [])
+        )
+        return f"STRUCT<{inner}>"
+    raise SchemaError(f"unsupported Connect schema type {kind!r} (name {name!r})")
+
+
+def wire_type(schema: dict[str, Any]) -> str:
+    """The type `from_json` reads the JSON value as, before decoding."""
+    name, kind = schema.get("name"), schema.get("type")
+    if name == VARIABLE_SCALE_DECIMAL:
+        return "STRUCT<`scale`:INT,`value`:STRING>"
+    if kind == "bytes":
+        return "STRING"
+    if kind in _PRIMITIVE:
+        return _PRIMITIVE[kind]
+    if kind == "array":
+        return f"ARRAY<{wire_type(schema['items'])}>"
+    if kind == "map":
+        return f"MAP<STRING,{wire_type(schema['values'])}>"
+    if kind == "struct":
+        inner = ",".join(f"`{check_identifier(f['field'], 'struct field')}`:{wire_type(f)}" for f in schema.get("fields", []))
+        return f"STRUCT<{inner}>"
+    raise SchemaError(f"unsupported Connect schema type {kind!r} (name {name!r})")
+
+
+_names = itertools.count()
+
+
+def _var() -> str:
+    return f"v{next(_names)}"
+
+
+def _let(expression: str, body) -> str:
+    """Bind an expression to a lambda variable so it is written (and computed) once."""
+    var = _var()
+    return f"element_at(transform(array({expression}), {var} -> {body(var)}), 1)"
+
+
+def decode(expression: str, schema: dict[str, Any]) -> str:
+    """Spark SQL turning the wire value `expression` into the table type of `schema`."""
+    name, kind = schema.get("name"), schema.get("type")
+    if name == DECIMAL:
+        scale = int(schema.get("parameters", {}).get("scale", 0))
+        unscaled = _unscaled_from_base64(expression)
+        return f"CAST({_with_scale(unscaled, str(scale))} AS {table_type(schema)})"
+    if name == VARIABLE_SCALE_DECIMAL:
+        return _let(
+            expression,
+            lambda v: f"CAST({_with_scale(_unscaled_from_base64(f'{v}.`value`'), f'{v}.`scale`')} "
+            f"AS {VARIABLE_SCALE_DECIMAL_TYPE})",
+        )
+    if name in _DATE:
+        return f"date_from_unix_date({expression})"
+    if name in _TIME_MICROS_FACTOR:
+        factor = _TIME_MICROS_FACTOR[name]
+        micros = f"(CAST({expression} AS BIGINT) * {factor})" if factor > 0 else f"({expression} div {-factor})"
+        return _time_of_day(micros)
+    if name in _TIMESTAMP:
+        return _TIMESTAMP[name].format(e=expression)
+    if name == ZONED_TIMESTAMP:
+        return f"try_cast({expression} AS TIMESTAMP)"
+    if kind == "bytes":
+        return f"unbase64({expression})"
+    if kind in _PRIMITIVE:
+        return expression
+    if kind == "array":
+        var = _var()
+        return f"transform({expression}, {var} -> {decode(var, schema['items'])})"
+    if kind == "map":
+        key, value = _var(), _var()
+        return f"transform_values({expression}, ({key}, {value}) -> {decode(value, schema['values'])})"
+    if kind == "struct":
+        parts = ", ".join(_struct_part(expression, f) for f in schema.get("fields", []))
+        return f"CASE WHEN {expression} IS NULL THEN NULL ELSE named_struct({parts}) END"
+    raise SchemaError(f"unsupported Connect schema type {kind!r} (name {name!r})")
+
+
+def _struct_part(expression: str, field: dict[str, Any]) -> str:
+    name = check_identifier(field["field"], "struct field")
+    return f"'{name}', {decode(f'{expression}.`{name}`', field)}"
+
+
+def _unscaled_from_base64(expression: str) -> str:
+    """Big-endian two's complement bytes (base64) → the signed unscaled integer as DECIMAL(38,0).
+
+    Negative numbers are read through their complement, so no intermediate exceeds 38 digits.
+    """
+
+    def digits(h: str) -> str:
+        acc, i = _var(), _var()
+        negative = f"(length({h}) > 0 AND conv(substr({h}, 1, 1), 16, 10) >= 8)"
+        digit = f"CAST(conv(substr({h}, {i}, 1), 16, 10) AS INT)"
+        fold = (
+            f"aggregate(sequence(1, greatest(length({h}), 1)), CAST(0 AS DECIMAL(38,0)), ({acc}, {i}) -> "
+            f"CAST({acc} * 16 + IF({i} > length({h}), 0, IF({negative}, 15 - {digit}, {digit})) AS DECIMAL(38,0)))"
+        )
+        return f"IF({negative}, -({fold} + 1), {fold})"
+
+    return _let(f"hex(unbase64({expression}))", digits)
+
+
+def _with_scale(unscaled: str, scale: str) -> str:
+    """A decimal string with the point put `scale` digits from the right: exact, no floating point."""
+
+    def text(u: str) -> str:
+        def with_point(d: str) -> str:
+            return (
+                f"concat(IF({u} < 0, '-', ''), IF({scale} = 0, {d}, concat(substr({d}, 1, length({d}) - {scale}), "
+                f"'.', substr({d}, length({d}) - {scale} + 1))))"
+            )
+
+        # lpad cuts strings longer than its width, so the width is never below the length
+        return _let(f"CAST(abs({u}) AS STRING)", lambda a: _let(f"lpad({a}, greatest(length({a}), {scale} + 1), '0')", with_point))
+
+    return _let(unscaled, text)
+
+
+def _time_of_day(micros: str) -> str:
+    def fmt(m: str) -> str:
+        two = "lpad(CAST({} AS STRING), 2, '0')"
+        return (
+            f"concat({two.format(f'{m} div 3600000000')}, ':', {two.format(f'({m} div 60000000) % 60')}, ':', "
+            f"{two.format(f'({m} div 1000000) % 60')}, IF({m} % 1000000 = 0, '', "
+            f"concat('.', TRIM(TRAILING '0' FROM lpad(CAST({m} % 1000000 AS STRING), 6, '0')))))"
+        )
+
+    return _let(micros, fmt)
+
+
+def toast_forms(placeholder: str) -> dict[str, list[Any]]:
+    """Every wire form of Debezium's unavailable-value placeholder, by the kind of value it stands in."""
+    raw = placeholder.encode()
+    uuid_form = str(uuid.UUID(bytes=hashlib.md5(raw).digest(), version=3))
+    return {
+        "string": [
+            placeholder,
+            base64.b64encode(raw).decode(),
+            "hex:" + raw.hex(),
+            raw.hex(),
+            uuid_form,
+            json.dumps({placeholder: placeholder}, separators=(",", ":")),
+        ],
+        "string_array": [[placeholder], [uuid_form]],
+        "number_array": [list(raw)],
+    }
+
+
+def is_placeholder(expression: str, schema: dict[str, Any], placeholder: str) -> str | None:
+    """A boolean SQL expression: the wire value is the placeholder. None when the type cannot be TOASTed."""
+    forms = toast_forms(placeholder)
+    kind = schema.get("type")
+    if kind in ("string", "bytes"):
+        values = ", ".join(_literal(v) for v in forms["string"])
+        return f"coalesce({expression} IN ({values}), false)"
+    if kind == "array":
+        item = schema.get("items", {}).get("type")
+        key = "string_array" if item in ("string", "bytes") else "number_array" if item in _PRIMITIVE else None
+        if key is None:
+            return None
+        checks = " OR ".join(f"{expression} = array({', '.join(_literal(x) for x in form)})" for form in forms[key])
+        return f"coalesce({checks}, false)"
+    if kind == "map":
+        return f"coalesce(element_at({expression}, {_literal(placeholder)}) = {_literal(placeholder)}, false)"
+    return None
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return str(int(value))
+
+
+def schema_hash(schema: Any) -> str:
+    return hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()[:16]

@@ -1,0 +1,87 @@
+"""The SparkSession factory: local[*] by default, UTC, Hive metastore embedded or external."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from lakecompact.config import Config
+
+# jars for the Kafka and Avro sources, fetched by scripts/stack/install.sh; clusters use --packages instead.
+STACK_JARS = Path(__file__).resolve().parent.parent / ".stack" / "jars"
+
+
+def warehouse_uri(warehouse: str) -> str:
+    """A Hadoop URI for the warehouse: plain absolute paths become file: URIs."""
+    return warehouse if "://" in warehouse or warehouse.startswith("file:") else f"file:{warehouse}"
+
+
+def session_conf(config: Config) -> dict[str, str]:
+    """Spark settings lakecompact needs, before the user's [spark.conf] overrides."""
+    root = warehouse_uri(config.warehouse).rstrip("/")
+    conf = {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.catalogImplementation": "hive",
+        "spark.sql.warehouse.dir": f"{root}/_spark_warehouse",
+        "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
+        "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
+        "spark.sql.sources.partitionOverwriteMode": "static",
+        "spark.sql.hive.convertMetastoreParquet": "true",
+        "spark.sql.legacy.charVarcharAsString": "true",
+        "spark.ui.showConsoleProgress": "false",
+        # the metastore's filter parser rejects names starting with _, as our partition columns do;
+        # partitions are few (buckets, pending batches), so Spark prunes them itself
+        "spark.sql.hive.metastorePartitionPruning": "false",
+    }
+    metastore = config.metastore
+    if metastore.uri:
+        conf["spark.hadoop.hive.metastore.uris"] = metastore.uri
+    elif metastore.jdbc_url:
+        conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = metastore.jdbc_url
+        conf["spark.hadoop.datanucleus.schema.autoCreateAll"] = "true"
+        conf["spark.hadoop.hive.metastore.schema.verification"] = "false"
+        for key, value in [
+            ("ConnectionDriverName", metastore.jdbc_driver),
+            ("ConnectionUserName", metastore.jdbc_user),
+            ("ConnectionPassword", metastore.jdbc_password),
+        ]:
+            if value:
+                conf[f"spark.hadoop.javax.jdo.option.{key}"] = value
+    elif "://" not in config.warehouse:
+        # the embedded Derby metastore lives with the data it describes
+        metastore_dir = Path(config.warehouse) / "_metastore"
+        conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
+            f"jdbc:derby:;databaseName={metastore_dir / 'metastore_db'};create=true"
+        )
+        conf["spark.driver.extraJavaOptions"] = f"-Dderby.stream.error.file={metastore_dir / 'derby.log'}"
+    jars = _stack_jars(config)
+    if jars:
+        conf["spark.jars"] = ",".join(jars)
+    return {**conf, **config.spark.conf}
+
+
+def _stack_jars(config: Config) -> list[str]:
+    if config.source.kind != "kafka" or "spark.jars.packages" in config.spark.conf:
+        return []
+    found = []
+    for folder in ("spark-kafka", "spark-avro"):
+        found += sorted(str(p) for p in (STACK_JARS / folder).glob("*.jar"))
+    return found
+
+
+def create_session(config: Config) -> SparkSession:
+    """Build (or join) the session; under spark-submit the master comes from spark-submit."""
+    if "://" not in config.warehouse:
+        (Path(config.warehouse) / "_metastore").mkdir(parents=True, exist_ok=True)
+    builder = SparkSession.builder.appName(config.spark.app_name)
+    if not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        # not launched by spark-submit, whose --master must win when it is
+        builder = builder.master(config.spark.master)
+    for key, value in session_conf(config).items():
+        builder = builder.config(key, value)
+    spark = builder.enableHiveSupport().getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("LAKECOMPACT_SPARK_LOG_LEVEL", "WARN"))
+    return spark
+

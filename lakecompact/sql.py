@@ -1,0 +1,78 @@
+"""SQL from the Jinja templates in sql_templates/, each statement parse-checked with sqlglot before it runs."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+import sqlglot
+from pyspark.sql import DataFrame, SparkSession
+
+from lakecompact.errors import LakecompactError
+from lakecompact.naming import check_identifier, quote
+
+
+def _template_dir() -> str:
+    checkout = Path(__file__).resolve().parent.parent / "sql_templates"
+    if checkout.is_dir():
+        return str(checkout)
+    return str(resources.files("lakecompact.sql_templates"))
+
+
+def _sql_string(value: str) -> str:
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _sql_literal(value: object) -> str:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return _sql_string(str(value))
+    return str(value)
+
+
+@functools.cache
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_template_dir()),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+    env.filters["q"] = quote
+    env.filters["ident"] = check_identifier
+    env.filters["s"] = _sql_string
+    env.filters["lit"] = _sql_literal
+    return env
+
+
+def template_names() -> list[str]:
+    return sorted(n for n in environment().list_templates() if n.endswith(".sql.j2") and "/" not in n)
+
+
+def render(template: str, **context) -> str:
+    return environment().get_template(template).render(**context).strip()
+
+
+class InvalidSql(LakecompactError):
+    def __init__(self, template: str, sql: str, error: Exception):
+        super().__init__(f"template {template} rendered SQL that does not parse ({error}):\n{sql}")
+
+
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
+
+def parse_check(sql: str, template: str = "<sql>", dialect: str = "spark") -> None:
+    try:
+        sqlglot.parse_one(sql, read=dialect)
+    except sqlglot.errors.ParseError as exc:
+        raise InvalidSql(template, sql, exc) from None
+
+
+def run(spark: SparkSession, template: str, **context) -> DataFrame:
+    """Render, parse-check, and run one statement."""
+    sql = render(template, **context)
+    parse_check(sql, template)
+    return spark.sql(sql)

@@ -1,0 +1,1 @@
+"""The read side: views, `sql`, `status`."""

@@ -1,0 +1,91 @@
+"""`lakecompact sql` and `lakecompact status`."""
+
+from __future__ import annotations
+
+import sys
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from lakecompact.catalog import Catalog
+from lakecompact.compaction.compact import VERSION_PROPERTY
+from lakecompact.config import Config
+from lakecompact.report import say
+
+
+def run_sql(spark: SparkSession, config: Config, query: str, out=sys.stdout) -> int:
+    """Print the rows as JSON lines, as `DataFrame.toJSON()` writes them."""
+    spark.sql(f"USE `{config.database}`") if _database_exists(spark, config.database) else None
+    frame = spark.sql(query)
+    count = 0
+    for row in frame.select(F.to_json(F.struct("*"))).toLocalIterator():
+        out.write(row[0] + "\n")
+        count += 1
+    out.flush()
+    print(f"{count} row(s)", file=sys.stderr)
+    return count
+
+
+def _database_exists(spark: SparkSession, database: str) -> bool:
+    return spark.catalog.databaseExists(database)
+
+
+def status(spark: SparkSession, config: Config) -> list[dict]:
+    """Per table: base version, rows, pending batches, quarantined events, last source timestamp."""
+    catalog = Catalog(spark, config)
+    rows = []
+    for table in catalog.tables():
+        schema = catalog.require(table)
+        db = f"`{config.database}`"
+        version = catalog.properties(f"{table}_base").get(VERSION_PROPERTY, "0")
+        base = spark.table(f"{db}.`{table}_base`").agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.sum(F.when(~F.col("__deleted") & (F.col("__op") != "t"), 1).otherwise(0)).alias("live"),
+            F.max("__source_ts_ms").alias("ts"),
+        ).first()
+        pending = catalog.partitions(f"{table}_increments")
+        increments = spark.table(f"{db}.`{table}_increments`").agg(
+            F.count(F.lit(1)).alias("events"), F.max("__source_ts_ms").alias("ts")
+        ).first()
+        quarantine_root = catalog.paths(table).quarantine
+        quarantined = spark.read.parquet(quarantine_root).count() if catalog.storage.list_names(quarantine_root) else 0
+        last_ts = max([t for t in (base.ts, increments.ts) if t is not None], default=None)
+        rows.append(
+            {
+                "table": f"{config.database}.{table}",
+                "key": list(schema.key) or None,
+                "base_version": int(version),
+                "base_rows": base.rows,
+                "live_rows": base.live or 0,
+                "pending_batches": len(pending),
+                "pending_events": increments.events,
+                "quarantined": quarantined,
+                "last_source_ts": _iso(last_ts),
+            }
+        )
+    unknown_root = f"{catalog.root}/_quarantine"
+    if catalog.storage.list_names(unknown_root):
+        rows.append({"table": "(no table)", "quarantined": spark.read.parquet(unknown_root).count()})
+    return rows
+
+
+def _iso(ts_ms: int | None) -> str | None:
+    if ts_ms is None:
+        return None
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ts_ms / 1000, timezone.utc).isoformat(timespec="milliseconds")
+
+
+def print_status(rows: list[dict]) -> None:
+    if not rows:
+        say("status: no tables yet")
+    for row in rows:
+        if "base_version" not in row:
+            say(f"{row['table']}: {row['quarantined']} quarantined events")
+            continue
+        say(
+            f"{row['table']}: base v{row['base_version']}, {row['base_rows']} base rows ({row['live_rows']} live), "
+            f"{row['pending_batches']} pending batch(es) with {row['pending_events']} events, "
+            f"{row['quarantined']} quarantined, last source change {row['last_source_ts'] or '-'}"
+        )

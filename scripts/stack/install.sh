@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Installs what the lakecompact end-to-end stack needs (idempotent):
+#   - Debian packages: postgresql, mariadb-server, mariadb-client (system
+#     services are NOT started: stack.py runs its own data dirs), plus a JRE
+#     and Maven if missing;
+#   - jars from Maven Central (scripts/stack/pom.xml) into .stack/jars/<group>/:
+#       kafka/                           Kafka broker (KRaft) + Connect runtime
+#       connect-plugins/debezium-postgres/   Debezium PostgreSQL connector
+#       connect-plugins/debezium-mariadb/    Debezium MariaDB connector
+#       spark-kafka/                     Spark Kafka source (for spark.jars)
+#       spark-avro/                      Spark Avro data source
+# Does nothing for a part that is already there; prints what it did.
+#
+# Environment: LAKECOMPACT_STACK_DIR (default <project root>/.stack),
+#              PYTHON (default: python, else python3), MVN (default: mvn).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+STACK_DIR="${LAKECOMPACT_STACK_DIR:-$ROOT/.stack}"
+JARS="$STACK_DIR/jars"
+POM="$HERE/pom.xml"
+MVN="${MVN:-mvn}"
+if [ -z "${PYTHON:-}" ]; then
+  if command -v python >/dev/null 2>&1; then PYTHON=python; else PYTHON=python3; fi
+fi
+
+# Spark jar fallbacks: used only when Maven Central has no artifacts for the
+# installed pyspark version (at the time of writing Central had no Spark
+# 4.3.0; spark-sql-kafka stops at 4.2.0, spark-token-provider-kafka at 4.0.0,
+# spark-avro at 4.1.1).
+SPARK_KAFKA_FALLBACK="${SPARK_KAFKA_FALLBACK:-4.2.0}"
+SPARK_TOKEN_FALLBACK="${SPARK_TOKEN_FALLBACK:-4.0.0}"
+SPARK_AVRO_FALLBACK="${SPARK_AVRO_FALLBACK:-4.1.1}"
+
+say() { printf '[install] %s\n' "$*"; }
+T0=$(date +%s)
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# ---------------------------------------------------------------- apt -----
+pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+missing=()
+for p in postgresql mariadb-server mariadb-client; do
+  pkg_installed "$p" || missing+=("$p")
+done
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+command -v "$MVN" >/dev/null 2>&1 || missing+=(maven)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  say "apt-get install ${missing[*]}"
+  as_root apt-get update -q
+  # Keep Debian's maintainer scripts from starting the system services
+  # (invoke-rc.d honours policy-rc.d exit code 101 = "action forbidden").
+  created_policy=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | as_root tee /usr/sbin/policy-rc.d >/dev/null
+    as_root chmod 755 /usr/sbin/policy-rc.d
+    created_policy=1
+  fi
+  rc=0
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+    --no-install-recommends "${missing[@]}" || rc=$?
+  if [ "$created_policy" = 1 ]; then as_root rm -f /usr/sbin/policy-rc.d; fi
+  [ "$rc" = 0 ] || { say "apt-get install failed ($rc)"; exit "$rc"; }
+  # Where no policy-rc.d/systemd kept them down, stop the distro services:
+  # we only use our own clusters under $STACK_DIR.
+  for svc in postgresql mariadb; do
+    if command -v service >/dev/null 2>&1; then
+      as_root service "$svc" stop >/dev/null 2>&1 || true
+    fi
+  done
+else
+  say "apt packages already installed (postgresql, mariadb-server, mariadb-client, java, maven)"
+fi
+
+java_major=$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
+if [ "${java_major:-0}" -lt 17 ] 2>/dev/null; then
+  say "Java >= 17 needed (found ${java_major:-none}); installing openjdk-17-jre-headless"
+  as_root apt-get install -y -q --no-install-recommends openjdk-17-jre-headless
+fi
+
+if ! "$PYTHON" -c "import requests" >/dev/null 2>&1; then
+  say "pip install requests"
+  "$PYTHON" -m pip install -q requests
+fi
+
+# --------------------------------------------------------------- jars -----
+mkdir -p "$JARS"
+POM_SUM=$(sha256sum "$POM" | cut -c1-16)
+
+# fetch <group dir> <profile> [mvn -D args...]: copy a profile's runtime jars
+# into $JARS/<group dir>; skipped when the dir holds a marker for the same
+# pom + arguments. Fetches into a temp dir first so that a failed or
+# interrupted fetch never leaves a half-filled group.
+fetch() {
+  local group="$1" profile="$2"; shift 2
+  local dest="$JARS/$group" key="pom=$POM_SUM profile=$profile $*"
+  if [ -f "$dest/.fetched" ] && [ "$(cat "$dest/.fetched")" = "$key" ]; then
+    say "jars/$group: present ($(ls "$dest"/*.jar | wc -l) jars), skipped"
+    return 0
+  fi
+  local tmp="$dest.tmp.$$"
+  rm -rf "$tmp"
+  mkdir -p "$(dirname "$dest")"
+  if ! "$MVN" -q -B -f "$POM" -P "$profile" "$@" \
+        dependency:copy-dependencies -DoutputDirectory="$tmp" >"$tmp.log" 2>&1; then
+    rm -rf "$tmp"
+    return 1
+  fi
+  rm -f "$tmp.log"
+  rm -rf "$dest"
+  mv "$tmp" "$dest"
+  echo "$key" >"$dest/.fetched"
+  say "jars/$group: fetched $(ls "$dest"/*.jar | wc -l) jars ($*)"
+}
+
+fetch_or_die() {
+  local group="$1"
+  if ! fetch "$@"; then
+    say "Maven fetch for jars/$group failed; log:"
+    cat "$JARS/$group.tmp.$$.log" >&2 || true
+    exit 1
+  fi
+  rm -f "$JARS/$group.tmp.$$.log"
+}
+
+fetch_or_die kafka kafka
+fetch_or_die connect-plugins/debezium-postgres debezium-postgres
+fetch_or_die connect-plugins/debezium-mariadb debezium-mariadb
+
+# Spark jars: match the installed pyspark when Central has that version.
+PYSPARK_DIR=$("$PYTHON" -c "import pyspark,os;print(os.path.dirname(pyspark.__file__))" 2>/dev/null || true)
+PYSPARK_VER=$("$PYTHON" -c "import pyspark;print(pyspark.__version__)" 2>/dev/null || true)
+if [ -z "$PYSPARK_VER" ]; then
+  say "pyspark not importable with $PYTHON: Spark jars skipped"
+else
+  if [ -f "$JARS/spark-kafka/.fetched" ] && grep -q "pyspark=$PYSPARK_VER" "$JARS/spark-kafka/.fetched"; then
+    say "jars/spark-kafka: present ($(ls "$JARS"/spark-kafka/*.jar | wc -l) jars), skipped"
+  elif fetch spark-kafka spark-kafka -Dspark.version="$PYSPARK_VER" -Dpyspark=$PYSPARK_VER; then
+    :
+  else
+    rm -f "$JARS"/spark-kafka.tmp.*.log
+    say "spark-sql-kafka $PYSPARK_VER not on Maven Central; falling back to $SPARK_KAFKA_FALLBACK (token provider $SPARK_TOKEN_FALLBACK)"
+    fetch_or_die spark-kafka spark-kafka -Dspark.version="$SPARK_KAFKA_FALLBACK" \
+      -Dspark.token.version="$SPARK_TOKEN_FALLBACK" -Dpyspark=$PYSPARK_VER
+  fi
+  if [ -f "$JARS/spark-avro/.fetched" ] && grep -q "pyspark=$PYSPARK_VER" "$JARS/spark-avro/.fetched"; then
+    say "jars/spark-avro: present ($(ls "$JARS"/spark-avro/*.jar | wc -l) jars), skipped"
+  elif fetch spark-avro spark-avro -Dspark.avro.version="$PYSPARK_VER" -Dpyspark=$PYSPARK_VER; then
+    :
+  else
+    rm -f "$JARS"/spark-avro.tmp.*.log
+    say "spark-avro $PYSPARK_VER not on Maven Central; falling back to $SPARK_AVRO_FALLBACK"
+    fetch_or_die spark-avro spark-avro -Dspark.avro.version="$SPARK_AVRO_FALLBACK" -Dpyspark=$PYSPARK_VER
+  fi
+  # Never ship a jar Spark already has (another version of it would clash).
+  if [ -d "$PYSPARK_DIR/jars" ]; then
+    for g in spark-kafka spark-avro; do
+      for j in "$JARS/$g"/*.jar; do
+        [ -e "$j" ] || continue
+        a=$(basename "$j" | sed -E 's/-[0-9][^-]*(-[A-Za-z0-9.]+)?\.jar$//')
+        if ls "$PYSPARK_DIR/jars/$a"-[0-9]*.jar >/dev/null 2>&1; then
+          say "jars/$g: removing $(basename "$j") (pyspark ships $a)"
+          rm -f "$j"
+        fi
+      done
+    done
+  fi
+fi
+
+say "done in $(( $(date +%s) - T0 ))s; jars under $JARS"

@@ -1,0 +1,45 @@
+"""One SparkSession for the whole run (local[2], embedded Hive metastore); each test gets its own lake."""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import pytest
+
+os.environ.setdefault("LAKECOMPACT_SPARK_LOG_LEVEL", "ERROR")
+
+_databases = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    from lakecompact import config as config_module
+    from lakecompact.spark import create_session
+
+    root = tmp_path_factory.mktemp("spark")
+    config = config_module.from_dict(
+        {
+            "warehouse": str(root / "warehouse"),
+            "source": {"kind": "files", "paths": [str(root / "none")]},
+            "spark": {
+                "master": "local[2]",
+                "conf": {
+                    "spark.sql.shuffle.partitions": "4",
+                    "spark.default.parallelism": "4",
+                    "spark.ui.enabled": "false",
+                    "spark.sql.adaptive.enabled": "true",
+                },
+            },
+        }
+    )
+    session = create_session(config)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def lake(spark, tmp_path):
+    from tests.support.lake import Lake
+
+    return Lake(spark, tmp_path, f"lake{next(_databases)}")

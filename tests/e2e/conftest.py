@@ -1,0 +1,82 @@
+"""Fixtures for the end-to-end tests (Kafka + Debezium + PostgreSQL + MariaDB).
+
+``stack``: the scripts/stack/stack.py module, with the stack up for the whole
+session (``down()`` at the end unless LAKECOMPACT_KEEP_STACK=1). Skips when
+scripts/stack/install.sh has not run, or fails then if
+LAKECOMPACT_E2E_REQUIRED=1.
+
+``e2e_spark``: a local[2] SparkSession, bound to 127.0.0.1, with Spark's Kafka
+source (and Avro) jars from .stack/jars.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+STACK_PY = Path(__file__).resolve().parents[2] / "scripts" / "stack" / "stack.py"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "e2e: end-to-end tests with Kafka, Debezium, PostgreSQL and MariaDB")
+
+
+def load_stack_module():
+    """scripts/stack/stack.py as the module ``lakecompact_stack``."""
+    mod = sys.modules.get("lakecompact_stack")
+    if mod is None:
+        spec = importlib.util.spec_from_file_location("lakecompact_stack", STACK_PY)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["lakecompact_stack"] = mod
+        spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="session")
+def stack():
+    st = load_stack_module()
+    missing = st.missing_install()
+    if missing:
+        msg = "e2e stack not installed (missing: " + ", ".join(missing) + "): run scripts/stack/install.sh"
+        if os.environ.get("LAKECOMPACT_E2E_REQUIRED") == "1":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    st.up()
+    yield st
+    if os.environ.get("LAKECOMPACT_KEEP_STACK") == "1":
+        print("\nLAKECOMPACT_KEEP_STACK=1: leaving the stack running "
+              "(python scripts/stack/stack.py down to stop it)")
+    else:
+        st.down()
+
+
+@pytest.fixture(scope="session")
+def e2e_spark(stack):
+    from pyspark.sql import SparkSession
+
+    jars = stack.spark_kafka_jars() + stack.spark_avro_jars()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only
+    preexisting = SparkSession.getActiveSession() is not None
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("lakecompact-e2e")
+        .config("spark.jars", ",".join(jars))
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    # A session created earlier (by another fixture) did not get spark.jars:
+    # add them to it instead.
+    have = spark.sparkContext.getConf().get("spark.jars", "")
+    for j in jars:
+        if j not in have:
+            spark.sql(f"ADD JAR '{j}'")
+    yield spark
+    if not preexisting:
+        spark.stop()
