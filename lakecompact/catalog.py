@@ -46,6 +46,9 @@ class TablePaths:
     def changes(self, version: int) -> str:
         return f"{self.root}/changes/v={version}"
 
+    def changes_staging(self, version: int) -> str:
+        return f"{self.root}/changes/_staging/v={version}"
+
     @property
     def quarantine(self) -> str:
         return f"{self.root}/_quarantine"
@@ -116,13 +119,35 @@ class Catalog:
             location=paths.increments,
             properties=properties,
         )
+        self.create_changes_table(schema)
         self.save_schema(schema)
         self.create_view(schema)
+
+    def create_changes_table(self, schema: TableSchema) -> None:
+        """`<t>_changes`; its struct columns follow the schema, so an evolution recreates it (metadata only)."""
+        from lakecompact.compaction.changes import CHANGE_PARTITION, change_columns
+
+        table = f"{schema.table}_changes"
+        exists = self.spark.catalog.tableExists(f"{self.database}.{table}")
+        versions = [int(p["__version"]) for p in self.partitions(table)] if exists else []
+        if exists:
+            self.spark.sql(f"DROP TABLE `{self.database}`.`{table}`")
+        self.run(
+            "create_table.sql.j2",
+            table=table,
+            columns=change_columns(schema),
+            partitions=[CHANGE_PARTITION],
+            location=f"{self.paths(schema.table).root}/changes",
+            properties=self._schema_properties(schema),
+        )
+        paths = self.paths(schema.table)
+        self.add_partitions(table, [([("__version", v)], paths.changes(v)) for v in versions])
 
     def add_columns(self, schema: TableSchema, added: list[tuple[str, str]]) -> None:
         for suffix in ("_base", "_increments"):
             self.run("add_columns.sql.j2", table=f"{schema.table}{suffix}", columns=added)
             self.run("set_tblproperties.sql.j2", table=f"{schema.table}{suffix}", properties=self._schema_properties(schema))
+        self.create_changes_table(schema)
         self.save_schema(schema)
         self.create_view(schema)
 

@@ -25,6 +25,12 @@ def _parser() -> argparse.ArgumentParser:
     sql.add_argument("query")
     status = commands.add_parser("status", help="per table: base version, rows, pending batches, quarantine")
     status.add_argument("--json", action="store_true", help="one JSON object per table")
+    changes = commands.add_parser("changes", help="the change feed of a table between two base versions")
+    changes.add_argument("--table", required=True)
+    changes.add_argument("--from-version", type=int, default=1)
+    changes.add_argument("--to-version", type=int)
+    changes.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
+    changes.add_argument("--output", help="folder for --format parquet")
     demo = commands.add_parser("demo", help="land, compact and query the events shipped in examples/")
     demo.add_argument("--warehouse", help="where the demo lake goes (default: ./.demo/warehouse, emptied first)")
     return parser
@@ -70,6 +76,10 @@ def _run(args, config, spark) -> None:
         from lakecompact.views.read import run_sql
 
         run_sql(spark, config, args.query)
+    elif args.command == "changes":
+        from lakecompact.views.read import print_changes
+
+        print_changes(spark, config, args.table.lower(), args.from_version, args.to_version, args.format, args.output)
     elif args.command == "status":
         from lakecompact.views.read import print_status, status
 

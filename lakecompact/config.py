@@ -16,6 +16,7 @@ from lakecompact.errors import ConfigError
 DeleteMode = Literal["soft", "hard"]
 NameCase = Literal["lower", "upper", "preserve"]
 SourceKind = Literal["files", "kafka"]
+ChangeFeedMode = Literal["net", "events", "off"]
 
 TOAST_PLACEHOLDER = "__debezium_unavailable_value"
 
@@ -41,6 +42,7 @@ class TableConfig:
     buckets: int = 8
     keep_versions: int = 3
     toast_placeholder: str = TOAST_PLACEHOLDER
+    change_feed: ChangeFeedMode = "net"
     topic: str | None = None
 
 

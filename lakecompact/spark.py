@@ -82,6 +82,6 @@ def create_session(config: Config) -> SparkSession:
     for key, value in session_conf(config).items():
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("LAKECOMPACT_SPARK_LOG_LEVEL", "WARN"))
+    spark.sparkContext.setLogLevel(os.environ.get("LAKECOMPACT_SPARK_LOG_LEVEL", "ERROR"))
     return spark
 

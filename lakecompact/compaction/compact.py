@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from lakecompact.catalog import Catalog, TablePaths, semantics_sql
+from lakecompact.compaction import changes
 from lakecompact.compaction.lock import table_lock
 from lakecompact.compaction.manifest import Manifest, Manifests
 from lakecompact.config import Config
@@ -69,6 +70,7 @@ class Compactor:
         if current != manifest.version:
             say(f"  {self.table}: metastore at base v{current}, manifests at v{manifest.version}: finishing the swap")
             self._point_base_at(manifest)
+        self._publish_changes(manifest.version)
         self._archive(manifest.consumed)
         self._collect_garbage(manifest)
         return manifest
@@ -91,6 +93,7 @@ class Compactor:
             )
             report = self._write_version(current, version, increments, pending)
             self._point_base_at(self.manifests.read(version))
+            self._publish_changes(version)
             self._archive(tuple(pending))
             self._collect_garbage(self.manifests.read(version))
         say(
@@ -148,6 +151,7 @@ class Compactor:
         written = self.spark.read.schema(self._base_schema()).parquet(location)
         rows_out = written.count()
         live_rows = written.where(~F.col("__deleted")).count()
+        self._write_changes(version, before=base, after=self._read_base_version(location), increments=increments)
         buckets = {} if keyless and truncated else dict(current.buckets)
         buckets.update(target)
         manifest = Manifest(
@@ -164,6 +168,30 @@ class Compactor:
         )
         self.manifests.write(manifest)
         return CompactReport(self.table, version, events_in, rows_out, live_rows, len(target), max(bucket_count, len(buckets)))
+
+    def _read_base_version(self, location: str) -> DataFrame:
+        return self.spark.read.schema(self._base_schema()).parquet(location)
+
+    def _write_changes(self, version: int, *, before: DataFrame, after: DataFrame, increments: DataFrame) -> None:
+        """Staged beside the feed; published (one rename) only once the version is committed."""
+        staging = self.paths.changes_staging(version)
+        self.storage.delete(staging)
+        if self.settings.change_feed == "off":
+            return
+        frame = changes.feed(
+            self.spark, self.schema, self.settings.change_feed, before=before, after=after,
+            increments=increments, committed_at=datetime.now(timezone.utc).isoformat(),
+        )
+        frame.coalesce(1).write.parquet(staging)
+
+    def _publish_changes(self, version: int) -> None:
+        staging, final = self.paths.changes_staging(version), self.paths.changes(version)
+        if self.storage.exists(staging):
+            self.storage.delete(final)
+            self.storage.rename(staging, final)
+        if self.storage.exists(final):
+            self.catalog.add_partitions(f"{self.table}_changes", [([("__version", version)], final)])
+            self.catalog.refresh(f"{self.table}_changes")
 
     def _purge_tombstones(self, rows: DataFrame) -> DataFrame:
         if self.settings.delete_mode != "hard":
@@ -205,6 +233,7 @@ class Compactor:
         for old in versions[: -self.settings.keep_versions]:
             self.manifests.delete(old)
         referenced = {(v, b) for m in (self.manifests.read(k) for k in keep) for b, v in m.buckets.items()}
+        self._collect_changes(set(keep) | {current.version})
         for name in self.storage.list_names(self.paths.base):
             if not name.startswith("v="):
                 continue
@@ -215,6 +244,19 @@ class Compactor:
             for bucket_dir in self.storage.list_names(self.paths.base_version(version)):
                 if bucket_dir.startswith("__bucket=") and (version, int(bucket_dir[9:])) not in referenced:
                     self.storage.delete(f"{self.paths.base_version(version)}/{bucket_dir}")
+
+    def _collect_changes(self, kept: set[int]) -> None:
+        """The feed keeps the versions the base keeps (README: Change feed)."""
+        root = f"{self.paths.root}/changes"
+        for name in self.storage.list_names(f"{root}/_staging"):
+            if name.startswith("v=") and int(name[2:]) not in kept:
+                self.storage.delete(f"{root}/_staging/{name}")
+        dropped = []
+        for name in self.storage.list_names(root):
+            if name.startswith("v=") and int(name[2:]) not in kept:
+                dropped.append(int(name[2:]))
+                self.storage.delete(f"{root}/{name}")
+        self.catalog.drop_partitions(f"{self.table}_changes", [[("__version", v)] for v in dropped])
 
     # -- rollback --------------------------------------------------------------------------------
     def rollback(self) -> int:
@@ -241,6 +283,8 @@ class Compactor:
             self.catalog.add_partitions(self.increments_table, restored)
             self.manifests.retire(current.version)
             self._point_base_at(previous)
+            self.catalog.drop_partitions(f"{self.table}_changes", [[("__version", current.version)]])
+            self.storage.delete(self.paths.changes(current.version))
             self.storage.delete(self.paths.base_version(current.version))
         say(
             f"rollback {self.table}: base v{current.version} -> v{previous.version}; {len(restored)} batch(es) "

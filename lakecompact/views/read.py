@@ -89,3 +89,33 @@ def print_status(rows: list[dict]) -> None:
             f"{row['pending_batches']} pending batch(es) with {row['pending_events']} events, "
             f"{row['quarantined']} quarantined, last source change {row['last_source_ts'] or '-'}"
         )
+
+
+def read_changes(spark: SparkSession, config: Config, table: str, from_version: int, to_version: int | None):
+    """The change feed of versions [from, to], in commit then source order."""
+    catalog = Catalog(spark, config)
+    catalog.require(table)
+    frame = spark.table(f"`{config.database}`.`{table}_changes`").where(F.col("__version") >= from_version)
+    if to_version is not None:
+        frame = frame.where(F.col("__version") <= to_version)
+    return frame.orderBy("__version", "__seq")
+
+
+def print_changes(spark, config, table, from_version, to_version, fmt: str, output: str | None, out=sys.stdout) -> int:
+    frame = read_changes(spark, config, table, from_version, to_version)
+    if fmt == "parquet":
+        if not output:
+            from lakecompact.errors import LakecompactError
+
+            raise LakecompactError("changes --format parquet: expected --output DIR for the parquet files")
+        frame.write.mode("overwrite").parquet(output)
+        count = spark.read.parquet(output).count()
+        say(f"changes {table}: {count} change(s) of versions {from_version}..{to_version or 'latest'} written to {output}")
+        return count
+    count = 0
+    for row in frame.select(F.to_json(F.struct("*"))).toLocalIterator():
+        out.write(row[0] + "\n")
+        count += 1
+    out.flush()
+    print(f"{count} change(s)", file=sys.stderr)
+    return count

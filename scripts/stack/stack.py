@@ -43,8 +43,8 @@ import sys
 import time
 import uuid
 import zlib
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 import requests
 
@@ -183,7 +183,12 @@ def _pid_alive(pid: int, marker: str | None = None) -> bool:
         except ChildProcessError:
             pass
         return False
-    return marker is None or marker in _cmdline(pid)
+    if marker is None:
+        return True
+    cmd = _cmdline(pid)
+    # an empty cmdline is a process in the middle of execve (the java
+    # launcher re-execs itself): alive, and not yet checkable
+    return not cmd.strip() or marker in cmd
 
 
 def _read_pidfile(path: Path) -> int | None:
@@ -195,6 +200,15 @@ def _read_pidfile(path: Path) -> int | None:
 
 def _pidfile(name: str) -> Path:
     return RUN_DIR / f"{name}.pid"
+
+
+def _died(name: str) -> str | None:
+    """For fail-fast while waiting: an error text if the process we started
+    (pid file ``name``) is gone."""
+    pid = _read_pidfile(_pidfile(name))
+    if pid and _pid_alive(pid):
+        return None
+    return f"{name} exited\n" + _tail(LOG_DIR / f"{name}.log")
 
 
 def _spawn(name: str, cmd: Sequence[str], env: dict | None = None) -> int:
@@ -242,7 +256,7 @@ def _port_open(port: int, host: str = HOST) -> bool:
 
 def _run(cmd: Sequence[str], *, input: str | None = None, env: dict | None = None, check: bool = True,
          timeout: float = 120) -> subprocess.CompletedProcess:
-    p = subprocess.run(list(cmd), input=input, capture_output=True, text=True,
+    p = subprocess.run(list(cmd), input=input, capture_output=True, text=True, check=False,
                        env={**os.environ, **(env or {})}, timeout=timeout)
     if check and p.returncode != 0:
         raise StackError(f"command failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
@@ -419,7 +433,15 @@ def _pg_setup() -> None:
 
 
 def _pg_wait(timeout: float) -> None:
-    poll(_pg_ready, timeout, f"PostgreSQL on {HOST}:{PG_PORT}", log=LOG_DIR / "postgres.log")
+    t0 = time.monotonic()
+
+    def died() -> str | None:
+        # pg_ctl -W returns before the postmaster writes its pid file: give it time
+        if time.monotonic() - t0 < 10 or _pg_pid():
+            return None
+        return "PostgreSQL is not running\n" + _tail(LOG_DIR / "postgres.log")
+
+    poll(_pg_ready, timeout, f"PostgreSQL on {HOST}:{PG_PORT}", log=LOG_DIR / "postgres.log", fail_fast=died)
     _pg_setup()
     # password auth over TCP works for the tests' user
     poll(lambda: pg_sql("SELECT 1") == [("1",)], 30, "PostgreSQL login as lake")
@@ -472,7 +494,8 @@ def _mariadb_start() -> bool:
         with open(LOG_DIR / "mariadb-install-db.log", "ab") as f:
             r = subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={MARIADB_DATA}", *user,
                                 "--auth-root-authentication-method=normal", "--skip-test-db",
-                                "--skip-name-resolve"], stdout=f, stderr=subprocess.STDOUT, timeout=300)
+                                "--skip-name-resolve"], stdout=f, stderr=subprocess.STDOUT, timeout=300,
+                               check=False)
         if r.returncode != 0:
             shutil.rmtree(MARIADB_DATA, ignore_errors=True)
             raise StackError("mariadb-install-db failed\n" + _tail(LOG_DIR / "mariadb-install-db.log"))
@@ -518,7 +541,7 @@ def _mariadb_setup() -> None:
 
 def _mariadb_wait(timeout: float) -> None:
     poll(_mariadb_ready, timeout, f"MariaDB on {HOST}:{MARIADB_PORT}", log=LOG_DIR / "mariadb.log",
-         fail_fast=lambda: None if _mariadb_pid() else "mariadbd exited\n" + _tail(LOG_DIR / "mariadb.log"))
+         fail_fast=lambda: _died("mariadb"))
     _mariadb_setup()
     poll(lambda: mariadb_sql("SELECT 1") == [("1",)], 30, "MariaDB login as lake")
 
@@ -535,8 +558,8 @@ def mariadb_sql(sql: str, *, database: str | None = None) -> list[tuple[str, ...
     the result sets as tuples of strings (NULL -> 'NULL')."""
     s = MARIADB
     p = _run(["mariadb", "--no-defaults", "--protocol=tcp", "-h", s.host, "-P", str(s.port), "-u", s.user,
-              f"-p{s.password}", "-D", database or s.database, "-B", "-N", "--connect-timeout=5"],
-             input=sql)
+              "-D", database or s.database, "-B", "-N", "--connect-timeout=5"],
+             input=sql, env={"MYSQL_PWD": s.password})
     return [tuple(line.split("\t")) for line in p.stdout.splitlines() if line != ""]
 
 
@@ -687,7 +710,7 @@ def kafka_broker_count(host: str = HOST, port: int | None = None, timeout: float
 
 def _kafka_wait(timeout: float) -> None:
     poll(lambda: kafka_broker_count() > 0, timeout, f"Kafka broker on {KAFKA_BOOTSTRAP}", log=LOG_DIR / "kafka.log",
-         fail_fast=lambda: None if _kafka_pid() else "Kafka exited\n" + _tail(LOG_DIR / "kafka.log"))
+         fail_fast=lambda: _died("kafka"))
 
 
 def _kafka_stop(timeout: float = 60) -> None:
@@ -771,7 +794,7 @@ def _connect_ready() -> bool:
 def _connect_wait(timeout: float) -> None:
     poll(_connect_ready, timeout, f"Kafka Connect REST on {CONNECT_URL} listing the Debezium plugins",
          interval=0.5, log=LOG_DIR / "connect.log",
-         fail_fast=lambda: None if _connect_pid() else "Connect exited\n" + _tail(LOG_DIR / "connect.log"))
+         fail_fast=lambda: _died("connect"))
 
 
 def start_connect(timeout: float = 180) -> None:
@@ -809,7 +832,10 @@ def up(timeout: float = 240) -> None:
     for d in (STACK_DIR, RUN_DIR, LOG_DIR, CONF_DIR):
         d.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    remaining = lambda: max(5.0, timeout - (time.monotonic() - t0))  # noqa: E731
+
+    def remaining() -> float:
+        return max(5.0, timeout - (time.monotonic() - t0))
+
     # start the three independent servers together, then wait for each
     _pg_start()
     _mariadb_start()
@@ -849,8 +875,8 @@ def status() -> dict:
     if out["connect"]["ready"]:
         try:
             out["connect"]["connectors"] = {n: connector_status(n) for n in list_connectors()}
-        except Exception:  # noqa: BLE001
-            pass
+        except Exception as exc:  # noqa: BLE001
+            out["connect"]["connectors_error"] = repr(exc)
     return out
 
 
@@ -1069,8 +1095,9 @@ def main(argv: list[str] | None = None) -> int:
             os.execvp("psql", ["psql", "-h", s.host, "-p", str(s.port), "-U", s.user, "-d", s.database])
         elif args.command == "connect-mariadb":
             s = MARIADB
+            os.environ["MYSQL_PWD"] = s.password
             os.execvp("mariadb", ["mariadb", "--no-defaults", "--protocol=tcp", "-h", s.host, "-P", str(s.port),
-                                  "-u", s.user, f"-p{s.password}", s.database])
+                                  "-u", s.user, s.database])
     except StackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 import uuid
 from collections import Counter
 from decimal import Decimal

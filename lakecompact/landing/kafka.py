@@ -1,0 +1,122 @@
+"""The Kafka source: bounded batches through Spark's Kafka connector (`spark-sql-kafka-0-10`).
+
+`plan` asks the brokers for each partition's end offset before anything is read, so the batch's exact
+offset ranges go into the intent first; `read` then reads exactly those ranges, the same ones on a rerun.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakecompact.config import SourceConfig
+from lakecompact.errors import LakecompactError
+
+
+class KafkaUnavailable(LakecompactError):
+    pass
+
+
+def _client_properties(spark: SparkSession, source: SourceConfig):
+    props = spark.sparkContext._jvm.java.util.Properties()
+    props.setProperty("bootstrap.servers", source.bootstrap_servers)
+    props.setProperty("group.id", "lakecompact-planner")
+    props.setProperty("enable.auto.commit", "false")
+    props.setProperty("request.timeout.ms", "30000")
+    props.setProperty("default.api.timeout.ms", "60000")
+    deserializer = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
+    props.setProperty("key.deserializer", deserializer)
+    props.setProperty("value.deserializer", deserializer)
+    for key, value in source.kafka_options.items():
+        props.setProperty(key[len("kafka."):] if key.startswith("kafka.") else key, value)
+    return props
+
+
+def _consumer(spark: SparkSession, source: SourceConfig):
+    jvm = spark.sparkContext._jvm
+    try:
+        return jvm.org.apache.kafka.clients.consumer.KafkaConsumer(_client_properties(spark, source))
+    except Exception as exc:  # py4j wraps a missing class or a bad setting
+        raise KafkaUnavailable(
+            "cannot create a Kafka client: expected the spark-sql-kafka-0-10 jars on the classpath "
+            f"(scripts/stack/install.sh fetches them; on a cluster use --packages) and valid settings ({exc})"
+        ) from None
+
+
+def _topics(consumer, source: SourceConfig) -> list[str]:
+    listed = consumer.listTopics()
+    names = [str(name) for name in listed.keySet()]
+    if source.topic_pattern:
+        pattern = re.compile(source.topic_pattern)
+        return sorted(n for n in names if pattern.fullmatch(n))
+    missing = [t for t in source.topics if t not in names]
+    if missing:
+        print(f"warning: topics not found yet (skipped this run): {', '.join(missing)}")
+    return sorted(t for t in source.topics if t in names)
+
+
+def plan(spark: SparkSession, source: SourceConfig, landed: dict[str, int]) -> dict[str, dict[str, int]]:
+    """{"topic:partition": {"start": s, "end": e}} for every partition with new events (end exclusive)."""
+    jvm = spark.sparkContext._jvm
+    consumer = _consumer(spark, source)
+    try:
+        partitions = jvm.java.util.ArrayList()
+        for topic in _topics(consumer, source):
+            for info in consumer.partitionsFor(topic):
+                partitions.add(jvm.org.apache.kafka.common.TopicPartition(topic, info.partition()))
+        if partitions.isEmpty():
+            return {}
+        ends = consumer.endOffsets(partitions)
+        begins = consumer.beginningOffsets(partitions)
+    finally:
+        consumer.close()
+    ranges = {}
+    budget = source.max_events_per_batch or None
+    for tp in sorted(partitions, key=lambda p: (p.topic(), p.partition())):
+        name = f"{tp.topic()}:{tp.partition()}"
+        end, begin = int(ends.get(tp)), int(begins.get(tp))
+        default = begin if source.starting_offsets == "earliest" else end
+        start = max(landed.get(name, default), begin)  # retention may have removed what we never read
+        if end <= start:
+            continue
+        if budget is not None:
+            end = min(end, start + budget)
+            budget -= end - start
+        ranges[name] = {"start": start, "end": end}
+        if budget == 0:
+            break
+    return ranges
+
+
+def read(spark: SparkSession, source: SourceConfig, ranges: dict[str, dict[str, int]]) -> DataFrame:
+    """The raw events of exactly the planned offset ranges."""
+    starting: dict[str, dict[str, int]] = {}
+    ending: dict[str, dict[str, int]] = {}
+    for name, bounds in ranges.items():
+        topic, partition = name.rsplit(":", 1)
+        starting.setdefault(topic, {})[partition] = bounds["start"]
+        ending.setdefault(topic, {})[partition] = bounds["end"]
+    reader = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", source.bootstrap_servers)
+        .option("assign", json.dumps({t: [int(p) for p in parts] for t, parts in starting.items()}))
+        .option("startingOffsets", json.dumps(starting))
+        .option("endingOffsets", json.dumps(ending))
+        .option("failOnDataLoss", "true")
+    )
+    for key, value in source.kafka_options.items():
+        reader = reader.option(key if key.startswith("kafka.") else f"kafka.{key}", value)
+    frame = reader.load()
+    return frame.select(
+        F.col("topic").alias("__kafka_topic"),
+        F.col("partition").alias("__kafka_partition"),
+        F.col("offset").alias("__kafka_offset"),
+        F.col("key").cast("string").alias("key"),
+        F.col("value").cast("string").alias("payload"),
+        F.concat_ws("", "topic", F.lit("/"), F.col("partition").cast("string"), F.lit("@"), F.col("offset").cast("string")).alias("__origin"),
+        F.lit(None).cast("string").alias("__line_reason"),
+        F.col("value").cast("string").alias("__line"),
+    )

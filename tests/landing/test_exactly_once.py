@@ -1,0 +1,157 @@
+"""Landing is exactly once: reruns land only what is new, and a crash anywhere in a batch is repaired by the
+next run without losing or doubling an event (DESIGN "Commit protocols: Landing")."""
+
+from __future__ import annotations
+
+import pytest
+
+from lakecompact.catalog import Catalog
+from lakecompact.landing import land as land_module
+from lakecompact.storage import VersionedState
+from tests.support.debezium import INT, TEXT, Topic
+
+ITEMS = "public_items"
+ORDERS = "public_orders"
+LOG = "public_audit_log"  # sorts before the others: landed first in a batch
+
+
+class Crash(RuntimeError):
+    pass
+
+
+def crash_once(monkeypatch, owner, name: str, *, on_call: int = 1):
+    """Make owner.name raise Crash on its `on_call`-th call, then behave again."""
+    original = getattr(owner, name)
+    calls = {"n": 0}
+
+    def patched(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == on_call:
+            raise Crash(f"simulated crash in {owner.__name__}.{name}")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, patched)
+    return calls
+
+
+def topics():
+    items = Topic("pg.public.items", [("id", INT), ("name", TEXT)], ["id"])
+    orders = Topic("pg.public.orders", [("order_id", INT), ("item", INT)], ["order_id"])
+    return items, orders
+
+
+def increments(lake, table: str) -> list[tuple]:
+    name = f"`{lake.database}`.`{table}_increments`"
+    lake.spark.catalog.refreshTable(name)
+    rows = lake.spark.sql(f"SELECT __kafka_partition, __kafka_offset, __batch FROM {name}").collect()
+    return sorted(tuple(r) for r in rows)
+
+
+def offsets(lake, table: str) -> list[int]:
+    return [offset for _, offset, _ in increments(lake, table)]
+
+
+def test_rerun_lands_only_new_lines_and_new_files(lake):
+    items, orders = topics()
+    first = lake.write([items.event("c", {"id": i, "name": f"n{i}"}, 100 + i) for i in (1, 2, 3)], name="a.jsonl")
+
+    assert lake.land().rows_out == {ITEMS: 3}
+    nothing = lake.land()
+    assert nothing.batch is None and nothing.rows_out == {}
+
+    lake.write([items.event("u", {"id": 1, "name": "n1 again"}, 200)], name=first.name)  # appended to a known file
+    lake.write([orders.event("c", {"order_id": 10, "item": 1}, 300), items.event("c", {"id": 4, "name": "n4"}, 301)],
+               name="b.jsonl")  # a new file
+    report = lake.land()
+    assert report.rows_out == {ITEMS: 2, ORDERS: 1}
+
+    assert offsets(lake, ITEMS) == [0, 1, 2, 3, 4]
+    assert [batch for *_, batch in increments(lake, ITEMS)] == [1, 1, 1, 2, 2]
+    assert offsets(lake, ORDERS) == [0]
+    assert lake.view(ITEMS) == [{"id": 1, "name": "n1 again"}, {"id": 2, "name": "n2"}, {"id": 3, "name": "n3"},
+                                {"id": 4, "name": "n4"}]
+    assert lake.view(ORDERS) == [{"order_id": 10, "item": 1}]
+    assert lake.land().batch is None
+
+
+@pytest.mark.parametrize(
+    "crash_at",
+    [
+        # the first table's increment is written and registered, the second one's write is not
+        pytest.param(("catalog", "add_partitions", 2), id="between-tables"),
+        # every increment is written and registered, the quarantine write (after them) fails
+        pytest.param(("landing", "_write_quarantine", 1), id="before-quarantine"),
+    ],
+)
+def test_crash_in_the_middle_of_a_batch_then_rerun(lake, monkeypatch, crash_at):
+    items, orders = topics()
+    where, name, on_call = crash_at
+    lake.write([
+        items.event("c", {"id": 1, "name": "one"}, 100),
+        orders.event("c", {"order_id": 10, "item": 1}, 101),
+        "{ not json",
+        items.event("c", {"id": 2, "name": "two"}, 102),
+        orders.event("c", {"order_id": 11, "item": 2}, 103),
+    ])
+    owner = Catalog if where == "catalog" else land_module.Landing
+    crash_once(monkeypatch, owner, name, on_call=on_call)
+    with pytest.raises(Crash):
+        lake.land()
+    assert offsets(lake, ITEMS) == [0, 1]  # items (sorted first) made it before the crash
+
+    # the source moves on before the rerun
+    lake.write([items.event("u", {"id": 1, "name": "one, later"}, 200)])
+
+    rerun = lake.land()
+    assert rerun.batch == 1  # the interrupted batch, from its intent: the same input, the same folders
+    assert rerun.rows_out == {ITEMS: 2, ORDERS: 2}
+    assert rerun.quarantined == {"_unknown": 1}
+    assert lake.land().rows_out == {ITEMS: 1}  # then the line that came after the crash
+    assert lake.land().batch is None
+
+    assert increments(lake, ITEMS) == [(0, 0, 1), (0, 1, 1), (0, 2, 2)]
+    assert increments(lake, ORDERS) == [(0, 0, 1), (0, 1, 1)]
+    assert lake.view(ITEMS) == [{"id": 1, "name": "one, later"}, {"id": 2, "name": "two"}]
+    assert lake.view(ORDERS) == [{"order_id": 10, "item": 1}, {"order_id": 11, "item": 2}]
+    catalog = Catalog(lake.spark, lake.config)
+    assert lake.spark.read.parquet(f"{catalog.root}/_quarantine").count() == 1
+
+
+def test_crash_after_the_state_write_before_the_intent_removal(lake, monkeypatch):
+    items, _ = topics()
+    lake.write([items.event("c", {"id": i, "name": f"n{i}"}, 100 + i) for i in (1, 2)])
+    crash_once(monkeypatch, VersionedState, "prune")  # runs between the state write and the intent removal
+    with pytest.raises(Crash):
+        lake.land()
+    catalog = Catalog(lake.spark, lake.config)
+    assert catalog.storage.exists(f"{catalog.root}/_state/land-intent.json")
+
+    assert lake.land().batch is None  # the batch was committed: nothing is landed again
+    assert not catalog.storage.exists(f"{catalog.root}/_state/land-intent.json")
+    lake.write([items.event("c", {"id": 3, "name": "n3"}, 103)])
+    assert lake.land().rows_out == {ITEMS: 1}
+
+    assert increments(lake, ITEMS) == [(0, 0, 1), (0, 1, 1), (0, 2, 2)]
+    assert lake.view(ITEMS) == [{"id": 1, "name": "n1"}, {"id": 2, "name": "n2"}, {"id": 3, "name": "n3"}]
+
+
+@pytest.mark.slow
+def test_compaction_between_a_crashed_batch_and_its_rerun_doubles_nothing(lake, monkeypatch):
+    """A compactor scheduled independently may fold in (and archive) the increments of an interrupted batch
+    before the landing rerun rewrites them; an append-only table must still hold each event once."""
+    log = Topic("pg.public.audit_log", [("at", INT), ("what", TEXT)], None)
+    items, _ = topics()
+    lake.write([
+        log.event("c", {"at": 1, "what": "login"}, 100),
+        items.event("c", {"id": 1, "name": "one"}, 101),
+        log.event("c", {"at": 2, "what": "logout"}, 102),
+    ])
+    crash_once(monkeypatch, Catalog, "add_partitions", on_call=2)  # audit_log registered, items not
+    with pytest.raises(Crash):
+        lake.land()
+    lake.compact(LOG)  # folds batch 1 of audit_log into base v1 and archives it
+    assert lake.land().batch == 1  # the rerun lands batch 1 again
+    assert sorted(r["at"] for r in lake.view(LOG)) == [1, 2]
+    lake.compact()
+    assert sorted(r["at"] for r in lake.view(LOG)) == [1, 2]
+    assert lake.view(ITEMS) == [{"id": 1, "name": "one"}]

@@ -1,0 +1,90 @@
+"""Snapshot reads (op r) are inserts; a truncate (op t) deletes every key whose position is lower (DESIGN).
+
+A truncate event has a null key and null before/after. Keys written after it survive; an older event that
+arrives after it (in the same batch, a later one, or after compaction) stays truncated. A truncate of one
+table leaves the other tables alone.
+"""
+
+from tests.support.debezium import INT, TEXT, Topic
+
+T = Topic("pg.public.stock", [("id", INT), ("name", TEXT)], ["id"])
+OTHER = Topic("pg.public.other", [("id", INT), ("name", TEXT)], ["id"])
+TABLE = "public_stock"
+SNAPSHOT_LSN = 50
+
+
+def _row(id_, name):
+    return {"id": id_, "name": name}
+
+
+def _base(lake):
+    return [{k: r[k] for k in ("id", "name", "__op", "__deleted", "__position")} for r in lake.base(TABLE)]
+
+
+def _live(id_, name, op, position):
+    return {"id": id_, "name": name, "__op": op, "__deleted": False, "__position": position}
+
+
+def _truncated(lake):
+    """The keys that the base holds as deleted, and the truncate marker(s) it keeps."""
+    deleted = sorted(r["id"] for r in lake.base(TABLE) if r["__deleted"])
+    markers = lake.rows(f"SELECT __op, __position, __deleted FROM `{lake.database}`.`{TABLE}_base` WHERE __op = 't'")
+    return deleted, markers
+
+
+def test_snapshot_reads_are_inserts_and_truncate_deletes_older_keys(lake):
+    lake.write([
+        *(T.event("r", _row(i, f"snap {i}"), SNAPSHOT_LSN) for i in (1, 2, 3, 4)),
+        T.event("u", _row(2, "two updated"), 100),
+        OTHER.event("c", _row(1, "other table"), 100),
+        OTHER.event("r", _row(2, "other snapshot"), SNAPSHOT_LSN),
+    ])
+    lake.land()
+    snapshot = [_row(1, "snap 1"), _row(2, "two updated"), _row(3, "snap 3"), _row(4, "snap 4")]
+    assert lake.view(TABLE) == snapshot
+    lake.compact()
+    assert lake.view(TABLE) == snapshot
+    assert _base(lake) == [
+        _live(1, "snap 1", "r", 50), _live(2, "two updated", "u", 100), _live(3, "snap 3", "r", 50),
+        _live(4, "snap 4", "r", 50),
+    ]
+
+    truncate = T.event("t", None, 200)
+    assert truncate["key"] is None and '"before":null,"after":null' in truncate["payload"]
+    lake.write([
+        T.event("u", _row(1, "one before truncate"), 150),
+        truncate,
+        T.event("c", _row(5, "five"), 300),
+        T.event("c", _row(3, "three again"), 250),
+        T.event("u", _row(4, "older, arrives after the truncate"), 180),
+    ])
+    lake.land()
+    after_truncate = [_row(3, "three again"), _row(5, "five")]
+    assert lake.view(TABLE) == after_truncate
+    lake.compact()
+    assert lake.view(TABLE) == after_truncate
+    assert [r for r in _base(lake) if not r["__deleted"]] == [
+        _live(3, "three again", "c", 250), _live(5, "five", "c", 300),
+    ]
+    assert _truncated(lake) == ([1, 2, 4], [{"__op": "t", "__position": 200, "__deleted": True}])
+    assert lake.view("public_other") == [_row(1, "other table"), _row(2, "other snapshot")]
+
+    # after compaction: older events of truncated keys, a late snapshot read of a new key, new writes
+    lake.write([
+        T.event("u", _row(1, "late update"), 150),
+        T.event("u", _row(2, "late update"), 120),
+        T.event("r", _row(6, "late snapshot read"), SNAPSHOT_LSN),
+        T.event("c", _row(7, "seven"), 400),
+        T.event("u", _row(5, "five updated"), 350),
+        T.event("c", _row(8, "late insert"), 199),
+    ])
+    lake.land()
+    final = [_row(3, "three again"), _row(5, "five updated"), _row(7, "seven")]
+    assert lake.view(TABLE) == final
+    lake.compact()
+    assert lake.view(TABLE) == final
+    assert [r for r in _base(lake) if not r["__deleted"]] == [
+        _live(3, "three again", "c", 250), _live(5, "five updated", "u", 350), _live(7, "seven", "c", 400),
+    ]
+    assert _truncated(lake) == ([1, 2, 4, 6, 8], [{"__op": "t", "__position": 200, "__deleted": True}])
+    assert lake.view("public_other") == [_row(1, "other table"), _row(2, "other snapshot")]
