@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -61,11 +62,14 @@ class TablePaths:
 class Catalog:
     """Metastore statements (rendered from sql_templates/) and the table state kept beside the data."""
 
-    def __init__(self, spark: SparkSession, config: Config):
+    def __init__(self, spark: SparkSession | None, config: Config):
         self.spark, self.config = spark, config
         self.database = config.database
         self.root = f"{warehouse_uri(config.warehouse).rstrip('/')}/{config.database}"
-        self.storage = Storage(spark, self.root)
+
+    @functools.cached_property
+    def storage(self) -> Storage:
+        return Storage(self.spark, self.root)
 
     def paths(self, table: str) -> TablePaths:
         return TablePaths(f"{self.root}/{table}")
@@ -99,47 +103,81 @@ class Catalog:
         self._schema_state(schema.table).write(schema.version, schema.to_json())
 
     # -- tables ----------------------------------------------------------------------------------
-    def create(self, schema: TableSchema) -> None:
-        """Create `<t>_base`, `<t>_increments` and the view `<t>` for a new table."""
+    def ddl(self, schema: TableSchema) -> list[tuple[str, str]]:
+        """(template, SQL) of every statement that creates a table's metastore objects, parse-checked."""
+        from lakecompact.compaction.changes import CHANGE_PARTITION, change_columns
+
         paths = self.paths(schema.table)
         properties = self._schema_properties(schema)
-        self.run(
-            "create_table.sql.j2",
-            table=f"{schema.table}_base",
-            columns=schema.columns + list(META_COLUMNS) + list(BASE_EXTRA),
-            partitions=[BASE_PARTITION],
-            location=paths.base,
-            properties={**properties, "lakecompact.base_version": "0"},
-        )
-        self.run(
-            "create_table.sql.j2",
-            table=f"{schema.table}_increments",
-            columns=schema.columns + list(META_COLUMNS),
-            partitions=list(INCREMENT_PARTITIONS),
-            location=paths.increments,
-            properties=properties,
-        )
+        statements = [
+            ("create_table.sql.j2", dict(
+                table=f"{schema.table}_base",
+                columns=schema.columns + list(META_COLUMNS) + list(BASE_EXTRA),
+                partitions=[BASE_PARTITION],
+                location=paths.base,
+                properties={**properties, "lakecompact.base_version": "0"},
+            )),
+            ("create_table.sql.j2", dict(
+                table=f"{schema.table}_increments",
+                columns=schema.columns + list(META_COLUMNS),
+                partitions=list(INCREMENT_PARTITIONS),
+                location=paths.increments,
+                properties=properties,
+            )),
+            ("create_table.sql.j2", dict(
+                table=f"{schema.table}_changes",
+                columns=change_columns(schema),
+                partitions=[CHANGE_PARTITION],
+                location=f"{paths.root}/changes",
+                properties=properties,
+            )),
+            ("create_view.sql.j2", dict(view=schema.table, **self.view_context(schema))),
+        ]
+        rendered = []
+        for template, context in statements:
+            text = sql.render(template, database=self.database, **context)
+            sql.parse_check(text, template)
+            rendered.append((template, text))
+        return rendered
+
+    def create(self, schema: TableSchema) -> None:
+        """Create `<t>_base`, `<t>_increments`, `<t>_changes` and the view `<t>` for a new table."""
+        self.ensure_database()
+        for _, statement in self.ddl(schema):
+            self.spark.sql(statement)
+        self.save_schema(schema)
+
+    def widen(self, schema: TableSchema) -> None:
+        """Apply safe type widenings: the tables' data schemas change in the metastore, files stay as written.
+
+        Spark's ALTER TABLE cannot change a column's type, so this goes through the session catalog;
+        parquet files written with the narrower type still read correctly (int → bigint, float → double,
+        decimal precision up).
+        """
+        jvm = self.spark.sparkContext._jvm
+        session_catalog = self.spark._jsparkSession.sessionState().catalog()
+        for suffix, columns in (
+            ("_base", schema.columns + list(META_COLUMNS) + list(BASE_EXTRA)),
+            ("_increments", schema.columns + list(META_COLUMNS)),
+        ):
+            ddl = ", ".join(f"`{name}` {kind}" for name, kind in columns)
+            identifier = jvm.org.apache.spark.sql.catalyst.TableIdentifier(f"{schema.table}{suffix}", jvm.scala.Some(self.database))
+            session_catalog.alterTableDataSchema(identifier, jvm.org.apache.spark.sql.types.StructType.fromDDL(ddl))
+            self.set_properties(f"{schema.table}{suffix}", self._schema_properties(schema))
+            self.refresh(f"{schema.table}{suffix}")
         self.create_changes_table(schema)
         self.save_schema(schema)
         self.create_view(schema)
 
     def create_changes_table(self, schema: TableSchema) -> None:
         """`<t>_changes`; its struct columns follow the schema, so an evolution recreates it (metadata only)."""
-        from lakecompact.compaction.changes import CHANGE_PARTITION, change_columns
-
         table = f"{schema.table}_changes"
         exists = self.spark.catalog.tableExists(f"{self.database}.{table}")
         versions = [int(p["__version"]) for p in self.partitions(table)] if exists else []
         if exists:
             self.spark.sql(f"DROP TABLE `{self.database}`.`{table}`")
-        self.run(
-            "create_table.sql.j2",
-            table=table,
-            columns=change_columns(schema),
-            partitions=[CHANGE_PARTITION],
-            location=f"{self.paths(schema.table).root}/changes",
-            properties=self._schema_properties(schema),
-        )
+        statement = next(text for _, text in self.ddl(schema) if f"`{table}`" in text.split("(", 1)[0])
+        self.spark.sql(statement)
         paths = self.paths(schema.table)
         self.add_partitions(table, [([("__version", v)], paths.changes(v)) for v in versions])
 

@@ -31,6 +31,15 @@ def _parser() -> argparse.ArgumentParser:
     changes.add_argument("--to-version", type=int)
     changes.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
     changes.add_argument("--output", help="folder for --format parquet")
+    schema = commands.add_parser("schema", help="create or evolve tables from the registry's schemas (or print the DDL)")
+    schema.add_argument("--avsc", help="a local Avro schema of the Debezium value (envelope or flattened)")
+    schema.add_argument("--key-avsc", help="a local Avro schema of the message key")
+    schema.add_argument("--table", help="with --avsc: the table it describes")
+    schema.add_argument("--topic", help="only this topic")
+    schema.add_argument("--dry-run", action="store_true", help="print the DDL, change nothing")
+    views = commands.add_parser("views", help="print each table's read view in another engine's SQL dialect")
+    views.add_argument("--dialect", default="trino", help="trino, presto, athena or spark")
+    views.add_argument("--table", action="append", help="only this table (repeatable)")
     demo = commands.add_parser("demo", help="land, compact and query the events shipped in examples/")
     demo.add_argument("--warehouse", help="where the demo lake goes (default: ./.demo/warehouse, emptied first)")
     return parser
@@ -44,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
             from lakecompact.demo import run_demo
 
             run_demo(args.warehouse)
+            return 0
+        if args.command == "schema" and args.dry_run and args.avsc:
+            _schema_dry_run(args)
             return 0
         if not args.config:
             raise LakecompactError(f"lakecompact {args.command}: expected --config FILE (a TOML file; see README)")
@@ -80,6 +92,17 @@ def _run(args, config, spark) -> None:
         from lakecompact.views.read import print_changes
 
         print_changes(spark, config, args.table.lower(), args.from_version, args.to_version, args.format, args.output)
+    elif args.command == "schema":
+        from lakecompact.schema.extract import run
+
+        run(spark, config, avsc=args.avsc, key_avsc=args.key_avsc, table=args.table, topic=args.topic, dry_run=args.dry_run)
+    elif args.command == "views":
+        from lakecompact.catalog import Catalog
+        from lakecompact.views.dialects import view_sql
+
+        catalog = Catalog(spark, config)
+        for table in [t.lower() for t in args.table] if args.table else catalog.tables():
+            print(view_sql(catalog.require(table), config.database, args.dialect) + ";\n")
     elif args.command == "status":
         from lakecompact.views.read import print_status, status
 
@@ -89,6 +112,18 @@ def _run(args, config, spark) -> None:
                 print(json.dumps(row))
         else:
             print_status(rows)
+
+
+def _schema_dry_run(args) -> None:
+    """DDL from a local .avsc needs neither Spark nor a metastore; a config is optional."""
+    from lakecompact.schema.extract import run
+
+    config = (
+        config_module.load(args.config)
+        if args.config
+        else config_module.from_dict({"warehouse": "/warehouse", "source": {"kind": "files", "paths": ["-"]}})
+    )
+    run(None, config, avsc=args.avsc, key_avsc=args.key_avsc, table=args.table, topic=args.topic, dry_run=True)
 
 
 if __name__ == "__main__":

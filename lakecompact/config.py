@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lakecompact.errors import ConfigError
+from lakecompact.hooks import HookConfig
+from lakecompact.schema.registry import RegistryConfig
 
 DeleteMode = Literal["soft", "hard"]
 NameCase = Literal["lower", "upper", "preserve"]
@@ -43,6 +45,7 @@ class TableConfig:
     keep_versions: int = 3
     toast_placeholder: str = TOAST_PLACEHOLDER
     change_feed: ChangeFeedMode = "net"
+    hooks: tuple[HookConfig, ...] = ()
     topic: str | None = None
 
 
@@ -86,6 +89,8 @@ class Config:
     naming: NamingConfig = field(default_factory=NamingConfig)
     defaults: TableConfig = field(default_factory=TableConfig)
     tables: dict[str, TableConfig] = field(default_factory=dict)
+    registry: RegistryConfig | None = None
+    hooks: tuple[HookConfig, ...] = ()
 
     def table(self, name: str) -> TableConfig:
         return self.tables.get(name, self.defaults)
@@ -106,13 +111,40 @@ def load(path: str | Path) -> Config:
     return from_dict(raw)
 
 
+def _hooks(raw: Any, where: str) -> list[HookConfig]:
+    """`[[hooks]]` arrays: each a table of HookConfig settings."""
+    items = _expect(raw, list, where, "an array of [[hooks]] tables")
+    built = []
+    for i, item in enumerate(items):
+        item = _expect(item, dict, f"{where}[{i}]", "a table with kind and target")
+        known = {f.name for f in dataclasses.fields(HookConfig)}
+        unknown = sorted(set(item) - known)
+        if unknown:
+            raise ConfigError(f"{where}[{i}].{unknown[0]}", "a known hook setting", hint=f"known keys: {', '.join(sorted(known))}")
+        if "kind" not in item or "target" not in item:
+            raise ConfigError(f"{where}[{i}]", "kind and target")
+        built.append(HookConfig(**item))
+    return built
+
+
 def from_dict(raw: dict[str, Any]) -> Config:
-    defaults = _build(TableConfig, raw.get("defaults", {}), "defaults")
+    raw = dict(raw)
+    if "registry" in raw:
+        raw["registry"] = RegistryConfig.from_dict(raw["registry"])
+    if "hooks" in raw:
+        raw["hooks"] = _hooks(raw["hooks"], "hooks")
+    defaults_raw = dict(_expect(raw.get("defaults", {}), dict, "defaults", "a table of table settings"))
+    if "hooks" in defaults_raw:
+        defaults_raw["hooks"] = _hooks(defaults_raw["hooks"], "defaults.hooks")
+    defaults = _build(TableConfig, defaults_raw, "defaults")
     tables_raw = _expect(raw.get("tables", {}), dict, "tables", "a table of [tables.<name>] sections")
     tables = {}
     for name, section in tables_raw.items():
         if not _IDENTIFIER.match(name):
             raise ConfigError(f"tables.{name}", "a table name of letters, digits and _", name)
+        section = dict(_expect(section, dict, f"tables.{name}", "a table of table settings"))
+        if "hooks" in section:
+            section["hooks"] = [*defaults.hooks, *_hooks(section["hooks"], f"tables.{name}.hooks")]
         merged = {**{k: v for k, v in _raw_of(defaults).items()}, **section}
         tables[name.lower()] = _build(TableConfig, merged, f"tables.{name}")
     config = _build(Config, {**raw, "defaults": defaults, "tables": tables}, "")
@@ -121,7 +153,9 @@ def from_dict(raw: dict[str, Any]) -> Config:
 
 
 def _raw_of(table: TableConfig) -> dict[str, Any]:
-    return {f.name: getattr(table, f.name) for f in dataclasses.fields(table) if f.name not in ("topic", "key")}
+    values = {f.name: getattr(table, f.name) for f in dataclasses.fields(table) if f.name not in ("topic", "key")}
+    values["hooks"] = list(table.hooks)
+    return values
 
 
 def _validate(config: Config) -> None:
@@ -194,6 +228,8 @@ def _coerce(hint: Any, value: Any, path: str) -> Any:
             raise ConfigError(path, "one of " + ", ".join(repr(a) for a in args), value)
         return value
     if origin is tuple:
+        if isinstance(value, tuple):
+            value = list(value)
         if isinstance(value, str):
             raise ConfigError(path, "a list of strings", value, hint='write ["a", "b"]')
         value = _expect(value, list, path, "a list")

@@ -17,7 +17,12 @@ def spark(tmp_path_factory):
     from lakecompact import config as config_module
     from lakecompact.spark import create_session
 
+    from pathlib import Path
+
     root = tmp_path_factory.mktemp("spark")
+    # Spark's Kafka and Avro jars (scripts/stack/install.sh) on the one session, so e2e tests can share it
+    stack_jars = Path(__file__).resolve().parent.parent / ".stack" / "jars"
+    jars = sorted(str(p) for folder in ("spark-kafka", "spark-avro") for p in (stack_jars / folder).glob("*.jar"))
     config = config_module.from_dict(
         {
             "warehouse": str(root / "warehouse"),
@@ -29,6 +34,9 @@ def spark(tmp_path_factory):
                     "spark.default.parallelism": "4",
                     "spark.ui.enabled": "false",
                     "spark.sql.adaptive.enabled": "true",
+                    "spark.driver.host": "127.0.0.1",
+                    "spark.driver.bindAddress": "127.0.0.1",
+                    **({"spark.jars": ",".join(jars)} if jars else {}),
                 },
             },
         }

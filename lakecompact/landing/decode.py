@@ -18,7 +18,8 @@ from lakecompact.schema.connect import Field, decode, is_placeholder, row_fields
 from lakecompact.schema.model import META_COLUMNS, TableSchema
 
 # The columns every raw event has, whatever the source (files or Kafka).
-RAW_COLUMNS = ("__kafka_topic", "__kafka_partition", "__kafka_offset", "key", "payload", "__origin")
+RAW_COLUMNS = ("__kafka_topic", "__kafka_partition", "__kafka_offset", "key", "payload", "__origin", "__value_bytes")
+AVRO_PREFIX = "avro:"
 
 _SOURCE_WIRE = (
     "STRUCT<`connector`:STRING,`ts_ms`:BIGINT,`ts_sec`:BIGINT,`ts_us`:BIGINT,`ts_ns`:BIGINT,`lsn`:BIGINT,"
@@ -60,6 +61,14 @@ class MessageShape:
     schema_hash: str | None = None  # None: events without an embedded schema
 
 
+def from_avro_json(events: DataFrame, writer_schema: str) -> DataFrame:
+    """Avro values as JSON text, so one decoding path serves both (see connect.avro_wire)."""
+    from pyspark.sql.avro.functions import from_avro
+
+    decoded = from_avro(F.expr("substring(__value_bytes, 6)"), writer_schema, {"mode": "PERMISSIVE"})
+    return events.withColumn("value_json", F.to_json(decoded))
+
+
 def split_message(raw: DataFrame) -> DataFrame:
     """Separate the embedded schema from the payload of key and value; a null value is a Kafka tombstone."""
     value_keys = F.json_object_keys("payload")
@@ -67,14 +76,20 @@ def split_message(raw: DataFrame) -> DataFrame:
     value_wrapped = F.array_contains(value_keys, "schema") & F.array_contains(value_keys, "payload")
     key_wrapped = F.array_contains(key_keys, "schema") & F.array_contains(key_keys, "payload")
     value_schema = F.when(value_wrapped, F.get_json_object("payload", "$.schema"))
+    # Confluent wire format: magic byte 0, a 4-byte schema id, then Avro binary
+    value_bytes = F.col("__value_bytes")
+    avro = value_bytes.isNotNull() & (F.length(value_bytes) >= 5) & (F.hex(value_bytes.substr(1, 1)) == "00")
+    schema_id = F.conv(F.hex(value_bytes.substr(2, 4)), 16, 10)
     return raw.select(
         *RAW_COLUMNS,
-        F.when(value_wrapped, F.get_json_object("payload", "$.payload")).otherwise(F.col("payload")).alias("value_json"),
-        value_schema.alias("value_schema"),
-        F.sha2(value_schema, 256).substr(1, 16).alias("value_schema_hash"),
+        F.when(avro, F.lit(None)).when(value_wrapped, F.get_json_object("payload", "$.payload"))
+        .otherwise(F.col("payload")).alias("value_json"),
+        F.when(~avro, value_schema).alias("value_schema"),
+        F.when(avro, F.concat(F.lit(AVRO_PREFIX), schema_id))
+        .otherwise(F.sha2(value_schema, 256).substr(1, 16)).alias("value_schema_hash"),
         F.when(key_wrapped, F.get_json_object("key", "$.payload")).otherwise(F.col("key")).alias("key_json"),
         F.when(key_wrapped, F.get_json_object("key", "$.schema")).alias("key_schema"),
-        F.coalesce(value_keys, F.array()).alias("value_keys"),
+        F.when(avro, F.array().cast("array<string>")).otherwise(F.coalesce(value_keys, F.array())).alias("value_keys"),
     )
 
 
@@ -153,13 +168,14 @@ def decode_events(
         if name not in present:
             columns.append(F.lit(None).cast(field.table_type).alias(name))
             continue
-        value = decode(f"image.`{name}`", field.schema)
-        check = is_placeholder(f"image.`{name}`", field.schema, placeholder)
+        wire_schema = present[name].schema  # this event's own type; a widened table type is a cast away
+        value = decode(f"image.`{name}`", wire_schema)
+        check = is_placeholder(f"image.`{name}`", wire_schema, placeholder)
         if check:
             toast_checks.append(f"IF({check}, '{name}', NULL)")
             value = f"IF({check}, NULL, {value})"
         if name in table.key and key_wire:
-            value = f"coalesce({value}, {decode(f'k.`{name}`', field.schema)})"
+            value = f"coalesce({value}, {decode(f'k.`{name}`', wire_schema)})"
         columns.append(F.expr(f"CAST({value} AS {field.table_type})").alias(name))
     toast = f"filter(array({', '.join(toast_checks)}), x -> x IS NOT NULL)" if toast_checks else "CAST(array() AS ARRAY<STRING>)"
     meta["__toast"] = F.expr(toast)

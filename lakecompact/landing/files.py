@@ -94,4 +94,5 @@ def read(spark: SparkSession, ranges: list[FileRange]) -> DataFrame:
         .when(F.col("j.topic").isNull(), F.lit("line has no topic"))
         .alias("__line_reason"),
         F.col("line").alias("__line"),
+        F.lit(None).cast("binary").alias("__value_bytes"),
     )

@@ -119,4 +119,5 @@ def read(spark: SparkSession, source: SourceConfig, ranges: dict[str, dict[str, 
         F.concat_ws("", "topic", F.lit("/"), F.col("partition").cast("string"), F.lit("@"), F.col("offset").cast("string")).alias("__origin"),
         F.lit(None).cast("string").alias("__line_reason"),
         F.col("value").cast("string").alias("__line"),
+        F.col("value").alias("__value_bytes"),
     )

@@ -22,7 +22,9 @@ from lakecompact.errors import SchemaError
 from lakecompact.landing import decode, files
 from lakecompact.naming import table_for_topic
 from lakecompact.report import say, seconds_since, warn
-from lakecompact.schema.connect import Field
+from lakecompact.schema import apply
+from lakecompact.schema.connect import Field, avro_wire, strip_wire
+from lakecompact.schema.registry import RegistryError
 from lakecompact.schema.model import META_COLUMNS, TableSchema
 from lakecompact.storage import VersionedState
 
@@ -118,6 +120,8 @@ class Landing:
     # -- the batch itself ------------------------------------------------------------------------
     def _land(self, intent: dict) -> LandReport:
         batch, hour = intent["batch"], intent["hour"]
+        for table in self.catalog.tables():
+            apply.retry_hooks(self.catalog, self.config, table)
         raw = self._read(intent).persist()
         report = LandReport(batch=batch)
         bad_lines = raw.where(F.col("__line_reason").isNotNull())
@@ -170,10 +174,10 @@ class Landing:
         for group in groups:
             if group.values == 0:
                 continue
-            schema = json.loads(group.value_schema) if group.value_schema else None
             try:
+                schema = self._value_schema(group)
                 shape = decode.shape_of(schema, list(group.value_sample or []), topic)
-            except SchemaError as exc:
+            except (SchemaError, RegistryError) as exc:
                 shapes.append((group, None, str(exc)))
                 continue
             shapes.append((group, shape, None))
@@ -188,9 +192,8 @@ class Landing:
             key = table_config.key
             if key is None:
                 group = next(g for g, s, _ in shapes if s is first)
-                key_schema = json.loads(group.key_schema) if group.key_schema else None
-                key = decode.key_columns(key_schema, list(group.key_sample or []))
-            schema = TableSchema(table, topic, first.fields, tuple(key))
+                key = self._key_columns(topic, group)
+            schema = TableSchema(table, topic, tuple(Field(f.name, strip_wire(f.schema)) for f in first.fields), tuple(key))
             self.catalog.create(schema)
             say(f"  created {self.config.database}.{table} (key {list(schema.key) or 'none: append-only'}, "
                 f"{len(schema.fields)} columns) from topic {topic}")
@@ -204,11 +207,15 @@ class Landing:
             if shape is None:
                 bad_parts.append(_with_reason(selected, error))
                 continue
+            if group.value_schema_hash and group.value_schema_hash.startswith(decode.AVRO_PREFIX):
+                selected = decode.from_avro_json(selected, json.dumps(self._writer_schema(group)))
             if shape.kind == "skip":
                 bad_parts.append(_with_reason(selected, "not a row event of a table"))
                 continue
+            key_schema = json.loads(group.key_schema) if group.key_schema else None
+            key = decode.key_columns(key_schema, []) if key_schema else None
             try:
-                schema = self._evolve(schema, list(shape.fields))
+                schema = self._evolve(schema, list(shape.fields), key)
             except SchemaError as exc:
                 bad_parts.append(_with_reason(selected, str(exc)))
                 continue
@@ -225,14 +232,46 @@ class Landing:
         bad = _union([decoded.where(F.col("__reason").isNotNull()).select(*QUARANTINE_COLUMNS), *bad_parts])
         return table, good, bad
 
-    def _evolve(self, schema: TableSchema, fields: list[Field]) -> TableSchema:
+    def _registry(self):
+        from lakecompact.schema.registry import Registry
+
+        if self.config.registry is None:
+            raise SchemaError("Avro event (Confluent wire format) but no [registry] is configured to resolve its schema id")
+        if not hasattr(self, "_registry_client"):
+            self._registry_client = Registry(self.config.registry)
+        return self._registry_client
+
+    def _key_columns(self, topic: str, group) -> tuple[str, ...]:
+        if group.value_schema_hash and group.value_schema_hash.startswith(decode.AVRO_PREFIX):
+            from lakecompact.schema import avro
+            from lakecompact.schema.registry import SchemaNotFound
+
+            registry = self._registry()
+            try:
+                return tuple(avro.key_fields(registry.schema(registry.subject(topic, "key")).schema))
+            except SchemaNotFound:
+                return ()
+        key_schema = json.loads(group.key_schema) if group.key_schema else None
+        return decode.key_columns(key_schema, list(group.key_sample or []))
+
+    def _writer_schema(self, group) -> dict:
+        return self._registry().schema_by_id(int(group.value_schema_hash[len(decode.AVRO_PREFIX):]))
+
+    def _value_schema(self, group) -> dict | None:
+        """The group's Connect schema: embedded in JSON events, or the Avro writer schema from the registry."""
+        if group.value_schema_hash and group.value_schema_hash.startswith(decode.AVRO_PREFIX):
+            from lakecompact.schema import avro
+
+            return avro_wire(avro.connect_schema(self._writer_schema(group)))
+        return json.loads(group.value_schema) if group.value_schema else None
+
+    def _evolve(self, schema: TableSchema, fields: list[Field], key: tuple[str, ...] | None) -> TableSchema:
         if not fields:
             return schema
-        merged, added = schema.merged_with(fields)
-        if added:
-            self.catalog.add_columns(merged, [(f.name, f.table_type) for f in added])
-            say(f"  {self.config.database}.{schema.table}: added column(s) {', '.join(f.name for f in added)}")
-        return merged
+        if self.config.table(schema.table).key is not None:
+            key = None  # a configured key overrides the message key
+        fields = [Field(f.name, strip_wire(f.schema)) for f in fields]
+        return apply.evolve(self.catalog, self.config, schema, fields, key)
 
     def _empty_rows(self, schema: TableSchema | None = None):
         return None

@@ -32,7 +32,8 @@ from lakecompact.schema.connect import DECIMAL
 ENUM = "io.debezium.data.Enum"
 UNION = "io.confluent.connect.avro.Union"
 MAP_ENTRY = "io.confluent.connect.avro.MapEntry"
-_CONNECT_DEFAULT_NAME = "io.confluent.connect.avro.ConnectDefault"
+_CONNECT_DEFAULT_NAME = "io.confluent.connect.avro.ConnectDefault"  # AvroConverter's name for unnamed structs
+_AVRO_DEFAULT_PRECISION = 64
 
 _PRIMITIVE = {
     "boolean": "boolean",
@@ -165,7 +166,8 @@ def _logical(schema: avro.schema.Schema, props: dict[str, Any]) -> None:
         props.setdefault("connect.name", DECIMAL)
         params = dict(props.get("connect.parameters") or {})
         params.setdefault("scale", str(schema.scale))
-        params.setdefault("connect.decimal.precision", str(schema.precision))
+        if schema.precision != _AVRO_DEFAULT_PRECISION:  # AvroConverter's stand-in for "no precision given"
+            params.setdefault("connect.decimal.precision", str(schema.precision))
         props["connect.parameters"] = params
     elif logical in _LOGICAL:
         props.setdefault("connect.name", _LOGICAL[logical])
@@ -181,7 +183,9 @@ def _record(schema: avro.schema.RecordSchema, props: dict[str, Any], *, optional
         fields.append({**converted, "field": field.name})
     if schema.fullname == MAP_ENTRY:
         raise AvroSchemaError("Avro record", f"{MAP_ENTRY} only as the items of an array", schema.fullname)
-    props.setdefault("connect.name", None if schema.fullname == _CONNECT_DEFAULT_NAME else schema.fullname)
+    props.setdefault(
+        "connect.name", None if schema.fullname.startswith(_CONNECT_DEFAULT_NAME) else schema.fullname
+    )
     if schema.doc:
         props.setdefault("connect.doc", schema.doc)
     return _finish({"type": "struct", "fields": fields}, props, optional=optional, default=default)

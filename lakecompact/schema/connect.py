@@ -116,9 +116,38 @@ def table_type(schema: dict[str, Any]) -> str:
     raise SchemaError(f"unsupported Connect schema type {kind!r} (name {name!r})")
 
 
+AVRO_TYPED = {DECIMAL: "DECIMAL", "org.apache.kafka.connect.data.Date": "DATE", "org.apache.kafka.connect.data.Timestamp": "TIMESTAMP"}
+
+
+def avro_wire(schema: dict[str, Any]) -> dict[str, Any]:
+    """Mark the types that Avro (through Spark's from_avro and to_json) carries as typed text, not as
+    JsonConverter's encodings: decimals as numbers, Connect dates and timestamps as ISO strings."""
+    out = dict(schema)
+    if out.get("name") in AVRO_TYPED:
+        out["wire"] = "avro"
+    for key in ("items", "keys", "values"):
+        if isinstance(out.get(key), dict):
+            out[key] = avro_wire(out[key])
+    if "fields" in out:
+        out["fields"] = [avro_wire(f) for f in out["fields"]]
+    return out
+
+
+def strip_wire(schema: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in schema.items() if k != "wire"}
+    for key in ("items", "keys", "values"):
+        if isinstance(out.get(key), dict):
+            out[key] = strip_wire(out[key])
+    if "fields" in out:
+        out["fields"] = [strip_wire(f) for f in out["fields"]]
+    return out
+
+
 def wire_type(schema: dict[str, Any]) -> str:
     """The type `from_json` reads the JSON value as, before decoding."""
     name, kind = schema.get("name"), schema.get("type")
+    if schema.get("wire") == "avro":
+        return "STRING"
     if name == VARIABLE_SCALE_DECIMAL:
         return "STRUCT<`scale`:INT,`value`:STRING>"
     if kind == "bytes":
@@ -151,6 +180,8 @@ def _let(expression: str, body) -> str:
 def decode(expression: str, schema: dict[str, Any]) -> str:
     """Spark SQL turning the wire value `expression` into the table type of `schema`."""
     name, kind = schema.get("name"), schema.get("type")
+    if schema.get("wire") == "avro":
+        return f"try_cast({expression} AS {table_type(schema)})"
     if name == DECIMAL:
         scale = int(schema.get("parameters", {}).get("scale", 0))
         unscaled = _unscaled_from_base64(expression)

@@ -80,7 +80,9 @@ SPARK_AVRO_JARS_DIR = JARS_DIR / "spark-avro"
 RUN_DIR = STACK_DIR / "run"
 LOG_DIR = STACK_DIR / "logs"
 CONF_DIR = STACK_DIR / "conf"
-PG_DIR = STACK_DIR / "pg"
+# .stack/pg, or (a symlink to) a dir outside it when the postgres OS user
+# cannot reach .stack (see _pg_dir_for_postgres_user)
+PG_DIR = (STACK_DIR / "pg").resolve()
 PG_DATA = PG_DIR / "data"
 PG_SOCK_DIR = PG_DIR / "run"
 MARIADB_DIR = STACK_DIR / "mariadb"
@@ -211,17 +213,19 @@ def _died(name: str) -> str | None:
     return f"{name} exited\n" + _tail(LOG_DIR / f"{name}.log")
 
 
-def _spawn(name: str, cmd: Sequence[str], env: dict | None = None) -> int:
-    """Start a detached background process, output to logs/<name>.log."""
+def _spawn(name: str, cmd: Sequence[str], env: dict | None = None, user: str | None = None) -> int:
+    """Start a detached background process (as OS ``user`` if given), output
+    to logs/<name>.log, pid in run/<name>.pid."""
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     RUN_DIR.mkdir(parents=True, exist_ok=True)
     log_path = LOG_DIR / f"{name}.log"
     with open(log_path, "ab") as logf:
         logf.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(cmd)}\n".encode())
         logf.flush()
+        ids = {"user": user, "group": user, "extra_groups": []} if user else {}
         proc = subprocess.Popen(list(cmd), stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, close_fds=True, cwd=str(STACK_DIR),
-                                env={**os.environ, **(env or {})})
+                                start_new_session=True, close_fds=True, cwd="/" if user else str(STACK_DIR),
+                                env={**os.environ, **(env or {})}, **ids)
     _pidfile(name).write_text(f"{proc.pid}\n")
     return proc.pid
 
@@ -246,18 +250,10 @@ def _terminate(pid: int, what: str, marker: str | None, timeout: float) -> None:
         poll(lambda: not _pid_alive(pid, marker), 30, f"{what} to die after SIGKILL")
 
 
-def _port_open(port: int, host: str = HOST) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
 def _run(cmd: Sequence[str], *, input: str | None = None, env: dict | None = None, check: bool = True,
-         timeout: float = 120) -> subprocess.CompletedProcess:
+         timeout: float = 120, cwd: str | None = None) -> subprocess.CompletedProcess:
     p = subprocess.run(list(cmd), input=input, capture_output=True, text=True, check=False,
-                       env={**os.environ, **(env or {})}, timeout=timeout)
+                       env={**os.environ, **(env or {})}, timeout=timeout, cwd=cwd)
     if check and p.returncode != 0:
         raise StackError(f"command failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
     return p
@@ -271,11 +267,11 @@ def _is_root() -> bool:
 # install check
 # --------------------------------------------------------------------------
 def _pg_bindir() -> Path:
-    cands = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"),
+    cands = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"),
                    key=lambda p: int(re.search(r"/postgresql/(\d+)/", p).group(1)))
     if cands:
         return Path(cands[-1]).parent
-    which = shutil.which("pg_ctl")
+    which = shutil.which("postgres")
     if which:
         return Path(which).resolve().parent
     raise StackError("PostgreSQL server binaries not found: run scripts/stack/install.sh")
@@ -339,10 +335,38 @@ def _pg_as_owner(cmd: Sequence[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *cmd] if _is_root() else list(cmd)
 
 
+def _pg_user() -> str | None:
+    return "postgres" if _is_root() else None
+
+
 def _chown_postgres(*paths: Path) -> None:
     if _is_root():
         for p in paths:
             shutil.chown(p, "postgres", "postgres")
+
+
+def _postgres_can_use(path: Path) -> bool:
+    if not _is_root():
+        return True
+    r = _run(["runuser", "-u", "postgres", "--", "test", "-x", str(path)], check=False)
+    return r.returncode == 0
+
+
+def _pg_dir_for_postgres_user() -> None:
+    """The postgres OS user must reach its data dir. When a parent of the
+    stack dir is closed to it (e.g. a checkout under /root), keep the cluster
+    in /var/tmp/lakecompact-pg-<hash> and link it as .stack/pg."""
+    global PG_DIR, PG_DATA, PG_SOCK_DIR
+    link = STACK_DIR / "pg"
+    if link.exists() or link.is_symlink() or _postgres_can_use(STACK_DIR):
+        return
+    import hashlib
+
+    alt = Path("/var/tmp") / f"lakecompact-pg-{hashlib.sha1(str(STACK_DIR).encode()).hexdigest()[:10]}"
+    alt.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(alt)
+    _log(f"the postgres user cannot reach {STACK_DIR}: PostgreSQL data in {alt} (linked as {link})")
+    PG_DIR, PG_DATA, PG_SOCK_DIR = alt, alt / "data", alt / "run"
 
 
 def _pg_pid() -> int | None:
@@ -355,19 +379,17 @@ def _pg_pid() -> int | None:
 def _pg_init() -> None:
     if (PG_DATA / "PG_VERSION").exists():
         return
+    _pg_dir_for_postgres_user()
     _log(f"initdb {PG_DATA}")
     PG_DATA.mkdir(parents=True, exist_ok=True)
     PG_SOCK_DIR.mkdir(parents=True, exist_ok=True)
     os.chmod(PG_DATA, 0o700)
     _chown_postgres(PG_DIR, PG_DATA, PG_SOCK_DIR)
-    if _is_root():
-        r = _run(["runuser", "-u", "postgres", "--", "test", "-w", str(PG_DATA)], check=False)
-        if r.returncode != 0:
-            raise StackError(f"the postgres OS user cannot write {PG_DATA}: every parent dir of "
-                             f"LAKECOMPACT_STACK_DIR must be traversable (o+x) by it")
+    if not _postgres_can_use(PG_DATA):
+        raise StackError(f"the postgres OS user cannot use {PG_DATA}")
     _run(_pg_as_owner([str(_pg_bindir() / "initdb"), "-D", str(PG_DATA), "-U", "postgres",
                        "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-locale"]),
-         timeout=300)
+         timeout=300, cwd="/")
     with open(PG_DATA / "postgresql.conf", "a") as f:
         f.write("\n# lakecompact stack settings (rewritten by stack.py up)\n"
                 "include_if_exists = 'lakecompact_stack.conf'\n")
@@ -396,16 +418,14 @@ def _pg_start() -> bool:
     _pg_init()
     _pg_write_conf()
     PG_SOCK_DIR.mkdir(parents=True, exist_ok=True)
-    LOG_DIR.mkdir(parents=True, exist_ok=True)
-    log = LOG_DIR / "postgres.log"
-    log.touch()
-    _chown_postgres(PG_SOCK_DIR, log)
+    _chown_postgres(PG_SOCK_DIR)
     stale = PG_DATA / "postmaster.pid"
     if stale.exists():  # left by a killed server whose pid is gone
         stale.unlink()
     _log(f"starting PostgreSQL on {HOST}:{PG_PORT}")
-    # no -w: we poll readiness ourselves (alongside the other services)
-    _run(_pg_as_owner([str(_pg_bindir() / "pg_ctl"), "-D", str(PG_DATA), "-l", str(log), "-W", "start"]))
+    # the postmaster itself, as the postgres user; its log (stderr) goes to
+    # logs/postgres.log, opened by us
+    _spawn("postgres", [str(_pg_bindir() / "postgres"), "-D", str(PG_DATA)], user=_pg_user())
     return True
 
 
@@ -433,15 +453,8 @@ def _pg_setup() -> None:
 
 
 def _pg_wait(timeout: float) -> None:
-    t0 = time.monotonic()
-
-    def died() -> str | None:
-        # pg_ctl -W returns before the postmaster writes its pid file: give it time
-        if time.monotonic() - t0 < 10 or _pg_pid():
-            return None
-        return "PostgreSQL is not running\n" + _tail(LOG_DIR / "postgres.log")
-
-    poll(_pg_ready, timeout, f"PostgreSQL on {HOST}:{PG_PORT}", log=LOG_DIR / "postgres.log", fail_fast=died)
+    poll(_pg_ready, timeout, f"PostgreSQL on {HOST}:{PG_PORT}", log=LOG_DIR / "postgres.log",
+         fail_fast=lambda: _died("postgres"))
     _pg_setup()
     # password auth over TCP works for the tests' user
     poll(lambda: pg_sql("SELECT 1") == [("1",)], 30, "PostgreSQL login as lake")
@@ -449,17 +462,18 @@ def _pg_wait(timeout: float) -> None:
 
 def _pg_stop(timeout: float = 60) -> None:
     pid = _pg_pid()
-    if not pid:
-        return
-    _log(f"stopping PostgreSQL (pid {pid})")
-    r = _run(_pg_as_owner([str(_pg_bindir() / "pg_ctl"), "-D", str(PG_DATA), "-m", "fast", "-W", "stop"]),
-             check=False)
-    if r.returncode != 0:
-        _log(f"pg_ctl stop: {r.stderr.strip()}")
-    try:
-        poll(lambda: not _pid_alive(pid, str(PG_DATA)), timeout, "PostgreSQL to exit")
-    except StackError:
-        _terminate(pid, "PostgreSQL", str(PG_DATA), 5)
+    if pid:
+        # SIGINT = "fast" shutdown (what pg_ctl stop -m fast sends)
+        _log(f"stopping PostgreSQL (pid {pid})")
+        try:
+            os.kill(pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+        try:
+            poll(lambda: not _pid_alive(pid, str(PG_DATA)), timeout, "PostgreSQL to exit")
+        except StackError:
+            _terminate(pid, "PostgreSQL", str(PG_DATA), 5)
+    _pidfile("postgres").unlink(missing_ok=True)
 
 
 def pg_sql(sql: str, *, database: str | None = None) -> list[tuple[str, ...]]:

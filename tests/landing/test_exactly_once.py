@@ -19,19 +19,24 @@ class Crash(RuntimeError):
     pass
 
 
-def crash_once(monkeypatch, owner, name: str, *, on_call: int = 1):
-    """Make owner.name raise Crash on its `on_call`-th call, then behave again."""
+def crash_once(monkeypatch, owner, name: str, when=lambda *args, **kwargs: True):
+    """Make owner.name raise Crash the first time it is called with arguments `when` accepts."""
     original = getattr(owner, name)
-    calls = {"n": 0}
+    crashed = []
 
     def patched(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == on_call:
+        if not crashed and when(*args, **kwargs):
+            crashed.append(True)
             raise Crash(f"simulated crash in {owner.__name__}.{name}")
         return original(*args, **kwargs)
 
     monkeypatch.setattr(owner, name, patched)
-    return calls
+    return crashed
+
+
+def registering(table: str):
+    """add_partitions(self, table, partitions) called for `table`."""
+    return lambda self, name, *args, **kwargs: name == table
 
 
 def topics():
@@ -78,14 +83,14 @@ def test_rerun_lands_only_new_lines_and_new_files(lake):
     "crash_at",
     [
         # the first table's increment is written and registered, the second one's write is not
-        pytest.param(("catalog", "add_partitions", 2), id="between-tables"),
+        pytest.param((Catalog, "add_partitions", registering(f"{ORDERS}_increments")), id="between-tables"),
         # every increment is written and registered, the quarantine write (after them) fails
-        pytest.param(("landing", "_write_quarantine", 1), id="before-quarantine"),
+        pytest.param((land_module.Landing, "_write_quarantine", lambda *a, **k: True), id="before-quarantine"),
     ],
 )
 def test_crash_in_the_middle_of_a_batch_then_rerun(lake, monkeypatch, crash_at):
     items, orders = topics()
-    where, name, on_call = crash_at
+    owner, name, when = crash_at
     lake.write([
         items.event("c", {"id": 1, "name": "one"}, 100),
         orders.event("c", {"order_id": 10, "item": 1}, 101),
@@ -93,8 +98,7 @@ def test_crash_in_the_middle_of_a_batch_then_rerun(lake, monkeypatch, crash_at):
         items.event("c", {"id": 2, "name": "two"}, 102),
         orders.event("c", {"order_id": 11, "item": 2}, 103),
     ])
-    owner = Catalog if where == "catalog" else land_module.Landing
-    crash_once(monkeypatch, owner, name, on_call=on_call)
+    crash_once(monkeypatch, owner, name, when)
     with pytest.raises(Crash):
         lake.land()
     assert offsets(lake, ITEMS) == [0, 1]  # items (sorted first) made it before the crash
@@ -146,7 +150,7 @@ def test_compaction_between_a_crashed_batch_and_its_rerun_doubles_nothing(lake, 
         items.event("c", {"id": 1, "name": "one"}, 101),
         log.event("c", {"at": 2, "what": "logout"}, 102),
     ])
-    crash_once(monkeypatch, Catalog, "add_partitions", on_call=2)  # audit_log registered, items not
+    crash_once(monkeypatch, Catalog, "add_partitions", registering(f"{ITEMS}_increments"))  # audit_log registered
     with pytest.raises(Crash):
         lake.land()
     lake.compact(LOG)  # folds batch 1 of audit_log into base v1 and archives it

@@ -11,7 +11,8 @@ TABLE = "public_members"
 
 
 def _row(id_, name, qty):
-    return {"id": id_, "name": name, "qty": qty}
+    """A row as the view gives it: JSON without its null fields."""
+    return {k: v for k, v in {"id": id_, "name": name, "qty": qty}.items() if v is not None}
 
 
 def _partial(id_):
@@ -19,7 +20,7 @@ def _partial(id_):
 
 
 def _base(lake):
-    return [{k: r[k] for k in ("id", "name", "qty", "__op", "__deleted", "__position")} for r in lake.base(TABLE)]
+    return [{k: r.get(k) for k in ("id", "name", "qty", "__op", "__deleted", "__position")} for r in lake.base(TABLE)]
 
 
 def _b(id_, name, qty, op, position, deleted=False):

@@ -18,7 +18,7 @@ def _row(id_, name):
 
 
 def _base(lake):
-    return [{k: r[k] for k in ("id", "name", "__op", "__deleted", "__position")} for r in lake.base(TABLE)]
+    return [{k: r.get(k) for k in ("id", "name", "__op", "__deleted", "__position")} for r in lake.base(TABLE)]
 
 
 def _live(id_, name, op, position):

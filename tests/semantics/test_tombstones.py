@@ -27,7 +27,7 @@ def _partial(id_):
 
 def _base(lake, table):
     return [
-        {k: r[k] for k in ("id", "name", "qty", "__op", "__deleted", "__position")}
+        {k: r.get(k) for k in ("id", "name", "qty", "__op", "__deleted", "__position")}
         for r in lake.base(table)
     ]
 

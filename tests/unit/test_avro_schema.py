@@ -295,6 +295,21 @@ def test_a_general_union_becomes_confluents_union_struct():
     assert table_type(schema) == "STRUCT<`int`:INT,`string`:STRING,`Point`:STRUCT<`x`:DOUBLE>>"
 
 
+def test_decimal_precision_64_means_none_given():
+    money = {"type": "bytes", "logicalType": "decimal", "precision": 64, "scale": 2,
+             "connect.parameters": {"scale": "2"}, "connect.version": 1,
+             "connect.name": "org.apache.kafka.connect.data.Decimal"}  # fmt: skip
+    assert connect_schema(money)["parameters"] == {"scale": "2"}
+    assert table_type(connect_schema(money)) == "DECIMAL(38,2)"
+    unnamed = {
+        "type": "record",
+        "name": "ConnectDefault2",
+        "namespace": "io.confluent.connect.avro",
+        "fields": [],
+    }
+    assert "name" not in connect_schema(unnamed)
+
+
 def test_an_invalid_decimal_falls_back_to_bytes_as_avro_says():
     assert (
         table_type(connect_schema({"type": "bytes", "logicalType": "decimal", "precision": 2, "scale": 5}))
@@ -383,9 +398,8 @@ def to_avro(schema: dict, named: set[str]) -> object:
         return {"type": "map", "values": _avro_type(schema["values"], named), **props}
     if name == "org.apache.kafka.connect.data.Decimal":
         params = schema["parameters"]
-        extra = {"logicalType": "decimal", "scale": int(params["scale"])}
-        if "connect.decimal.precision" in params:
-            extra["precision"] = int(params["connect.decimal.precision"])
+        precision = int(params.get("connect.decimal.precision", 64))  # AvroData's default when none is given
+        extra = {"logicalType": "decimal", "scale": int(params["scale"]), "precision": precision}
         return {"type": "bytes", **extra, **props}
     base = {"int8": "int", "int16": "int", "int32": "int", "int64": "long", "float": "float", "double": "double",
             "boolean": "boolean", "string": "string", "bytes": "bytes"}[kind]  # fmt: skip

@@ -1,0 +1,88 @@
+"""`lakecompact schema`: table schemas from the registry (or a local .avsc), as Hive DDL or applied.
+
+The registry's Avro schema of the Debezium envelope becomes a Connect schema (schema/avro.py), whose
+`after` record becomes the table's columns (schema/connect.py), rendered as DDL from sql_templates/.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lakecompact.catalog import Catalog
+from lakecompact.config import Config
+from lakecompact.errors import LakecompactError
+from lakecompact.naming import table_for_topic
+from lakecompact.report import say
+from lakecompact.schema import apply, avro, evolution
+from lakecompact.schema.connect import row_fields
+from lakecompact.schema.model import TableSchema
+from lakecompact.schema.registry import Registry, SchemaNotFound
+
+
+def from_avro(value_schema, key_schema, *, table: str, topic: str, key: tuple[str, ...] | None = None) -> TableSchema:
+    row = avro.envelope_row_schema(value_schema)
+    fields = tuple(row_fields(row))
+    key_columns = key if key is not None else tuple(avro.key_fields(key_schema))
+    if not key_columns and key is None:
+        key_columns = ()
+    return TableSchema(table, topic, fields, tuple(key_columns))
+
+
+def from_registry(registry: Registry, topic: str, config: Config) -> TableSchema:
+    table = table_for_topic(topic, config)
+    value = registry.schema(registry.subject(topic, "value")).schema
+    try:
+        key_schema = registry.schema(registry.subject(topic, "key")).schema
+    except SchemaNotFound:
+        key_schema = None  # no key subject: a table without a primary key, append-only
+    return from_avro(value, key_schema, table=table, topic=topic, key=config.table(table).key)
+
+
+def registry_topics(registry: Registry, config: Config) -> list[str]:
+    if config.source.topics:
+        return list(config.source.topics)
+    import re
+
+    pattern = re.compile(config.source.topic_pattern) if config.source.topic_pattern else None
+    topics = [s[: -len("-value")] for s in registry.subjects() if s.endswith("-value")]
+    return sorted(t for t in topics if pattern is None or pattern.fullmatch(t))
+
+
+def run(spark, config: Config, *, avsc: str | None, key_avsc: str | None, table: str | None,
+        topic: str | None, dry_run: bool) -> list[TableSchema]:
+    """Create (or evolve) the tables, or with dry_run print the DDL. `spark` may be None for a dry run."""
+    if avsc:
+        if not table:
+            raise LakecompactError("schema --avsc: expected --table NAME for the table the schema describes")
+        value = json.loads(Path(avsc).read_text())
+        key_schema = json.loads(Path(key_avsc).read_text()) if key_avsc else None
+        schemas = [from_avro(value, key_schema, table=table.lower(), topic=topic or table, key=config.table(table.lower()).key)]
+    else:
+        if config.registry is None:
+            raise LakecompactError(
+                "schema: expected a [registry] section (url = ...) or --avsc FILE --table T; without a registry, "
+                "`lakecompact land` takes each table's schema from the events' embedded schema"
+            )
+        registry = Registry(config.registry)
+        topics = [topic] if topic else registry_topics(registry, config)
+        schemas = [from_registry(registry, t, config) for t in topics]
+    catalog = Catalog(spark, config)
+    for schema in schemas:
+        existing = None if dry_run and spark is None else catalog.schema(schema.table)
+        if existing is None:
+            if dry_run:
+                say(f"-- {config.database}.{schema.table}: key {list(schema.key) or 'none (append-only)'}, "
+                    f"{len(schema.fields)} columns, from {schema.topic}")
+                for _, statement in catalog.ddl(schema):
+                    print(statement + ";\n")
+            else:
+                catalog.create(schema)
+                say(f"schema: created {config.database}.{schema.table} ({len(schema.fields)} columns)")
+            continue
+        changes = evolution.diff(existing.fields, schema.fields)
+        if dry_run:
+            say(f"-- {config.database}.{schema.table}: " + (", ".join(f"{c.change} {c.column}" for c in changes) or "no change"))
+            continue
+        apply.evolve(catalog, config, existing, list(schema.fields), schema.key or None)
+    return schemas

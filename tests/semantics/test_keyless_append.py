@@ -1,0 +1,95 @@
+"""A table whose events have no key is append-only: every event is a row (DESIGN "Semantics": Key).
+
+MySQL emits updates and deletes for a table without a primary key; their events have a null Kafka key and
+no key schema. Every event is kept once: a redelivered event (same position, op and row) collapses into the
+row already there, whether it arrives in the same batch, a later one, or after compaction. Deletes are kept
+in the base but not shown by the view.
+"""
+
+from lakecompact.catalog import Catalog
+from tests.support.debezium import INT, TEXT, Topic
+
+T = Topic("my.inventory.audit", [("msg", TEXT), ("amount", INT)], None, connector="mysql")
+TABLE = "inventory_audit"
+FILE = "mysql-bin.000001"
+
+
+def _row(msg, amount):
+    return {"msg": msg, "amount": amount}
+
+
+def _ev(op, msg, amount, pos, row=0, before=None):
+    return T.event(op, _row(msg, amount), (FILE, pos, row), before=before)
+
+
+EVENTS = {
+    1: ("c", "a", 1, 100),
+    2: ("c", "b", 2, 200),
+    3: ("c", "a", 1, 300),  # same values as 1, another event: both are rows
+    4: ("u", "c", 3, 400, 0, _row("b", 2)),
+    5: ("d", "a", 1, 500),
+    6: ("c", "x", 6, 600, 0),
+    7: ("c", "x", 6, 600, 1),  # the next row of the same binlog event
+    8: ("c", "e", 8, 800),
+}
+
+
+def events(*numbers):
+    """The numbered events, each time as a new delivery (new Kafka offsets, same positions)."""
+    return [_ev(*EVENTS[n]) for n in numbers]
+
+
+def _shown(msg, amount, op, pos, row=0):
+    return {"msg": msg, "amount": amount, "__op": op, "__binlog_pos": pos, "__binlog_row": row}
+
+
+VIEW_1 = [
+    _shown("a", 1, "c", 100), _shown("b", 2, "c", 200), _shown("a", 1, "c", 300), _shown("c", 3, "u", 400),
+    _shown("x", 6, "c", 600, 0), _shown("x", 6, "c", 600, 1),
+]
+VIEW_2 = VIEW_1 + [_shown("e", 8, "c", 800)]
+
+
+def _sorted(rows):
+    return sorted(rows, key=lambda r: (r["__binlog_pos"], r["__binlog_row"], r["__op"]))
+
+
+def _view(lake):
+    return _sorted([{k: r.get(k) for k in ("msg", "amount", "__op", "__binlog_pos", "__binlog_row")}
+                    for r in lake.view(TABLE, meta=True)])
+
+
+def _base(lake):
+    return _sorted([{k: r.get(k) for k in ("msg", "amount", "__op", "__binlog_pos", "__binlog_row", "__deleted")}
+                    for r in lake.base(TABLE)])
+
+
+def _with_deleted(rows):
+    return _sorted([{**r, "__deleted": False} for r in rows] + [{**_shown("a", 1, "d", 500), "__deleted": True}])
+
+
+def test_keyless_events_are_appended_once(lake):
+    lake.write(events(1, 2, 2, 3, 4, 5, 6, 7))
+    lake.land()
+    assert Catalog(lake.spark, lake.config).require(TABLE).key == ()  # no key: append-only
+    assert _view(lake) == VIEW_1
+    lake.compact()
+    assert _view(lake) == VIEW_1
+    assert _base(lake) == _with_deleted(VIEW_1)
+
+    lake.write(events(1, 4, 5, 8, 8))  # redelivered after compaction, plus one new event
+    lake.land()
+    assert _view(lake) == VIEW_2
+    lake.compact()
+    assert _view(lake) == VIEW_2
+    assert _base(lake) == _with_deleted(VIEW_2)
+
+    lake.compact()  # nothing pending: nothing changes
+    assert _base(lake) == _with_deleted(VIEW_2)
+
+    lake.write(events(2, 6, 7, 8))  # only redeliveries
+    lake.land()
+    assert _view(lake) == VIEW_2
+    lake.compact()
+    assert _view(lake) == VIEW_2
+    assert _base(lake) == _with_deleted(VIEW_2)
