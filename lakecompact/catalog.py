@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from lakecompact import sql
 from lakecompact.config import Config
 from lakecompact.errors import UnknownTable
-from lakecompact.schema.model import BASE_EXTRA, BASE_PARTITION, INCREMENT_PARTITIONS, META_COLUMNS, TableSchema
+from lakecompact.schema.model import BASE_EXTRA, BASE_PARTITION, INCREMENT_PARTITIONS, META_COLUMNS, ORDER_TYPE, ORIGINS_TYPE, TableSchema
 from lakecompact.spark import warehouse_uri
 from lakecompact.storage import Storage, VersionedState
 
@@ -251,6 +251,8 @@ def semantics_context(schema: TableSchema, *, base: str, increments: str, live_o
         "meta": [name for name, _ in META_COLUMNS],
         "visible_meta": VISIBLE_META,
         "types": types,
+        "origins_type": ORIGINS_TYPE,
+        "order_type": ORDER_TYPE,
         "live_only": live_only,
         "new_rows_only": False,
         **extra,

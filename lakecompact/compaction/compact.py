@@ -28,6 +28,7 @@ from lakecompact.report import say, seconds_since, warn
 from lakecompact.schema.model import BASE_EXTRA, META_COLUMNS, TableSchema
 
 VERSION_PROPERTY = "lakecompact.base_version"
+MARKER_BUCKET = -1
 
 
 @dataclass
@@ -124,24 +125,31 @@ class Compactor:
             warn(f"{self.table}: has {bucket_count} buckets; buckets = {self.settings.buckets} applies to new tables only")
         events_in = increments.count()
         truncated = increments.where(F.col("__op") == "t").limit(1).count() > 0
+        marker = [MARKER_BUCKET] if MARKER_BUCKET in current.buckets else []
         if keyless:
-            touched = sorted(current.buckets) if truncated else []
-            target = {version: version}
-            bucket_column = F.lit(version)
+            # an event delivered again must be found in any chunk; new rows go to a chunk of their own
+            touched = sorted(current.buckets)
+            target = {b: version for b in ([version] + [MARKER_BUCKET] if truncated else [version])}
+            bucket = F.lit(version)
         else:
             bucket = F.expr(bucket_expression(self.schema, bucket_count))
             if truncated:
-                touched = list(range(bucket_count))
+                touched = list(range(bucket_count)) + marker
             else:
-                touched = sorted(r[0] for r in increments.select(bucket.alias("b")).distinct().collect())
-            target = {b: version for b in touched}
-            bucket_column = bucket
+                touched = sorted(r[0] for r in increments.select(bucket.alias("b")).distinct().collect()) + marker
+            target = {b: version for b in touched if b != MARKER_BUCKET}
+            if truncated:
+                target[MARKER_BUCKET] = version
         base = self._read_base(current, touched)
         query = semantics_sql(
             self.schema, base="{base}", increments="{increments}", live_only=False,
             new_rows_only=keyless and not truncated,
         )
-        rows = self.spark.sql(query, base=base, increments=increments).withColumn("__bucket", bucket_column)
+        rows = self.spark.sql(query, base=base, increments=increments)
+        if not truncated:  # the truncate marker's bucket is rewritten only for a new truncate
+            rows = rows.where(F.col("__op") != "t")
+        # the truncate marker lives in a bucket of its own, read by every compaction and by the view
+        rows = rows.withColumn("__bucket", F.when(F.col("__op") == "t", F.lit(MARKER_BUCKET)).otherwise(bucket))
         rows = self._purge_tombstones(rows)
         location = self.paths.base_version(version)
         self.storage.delete(location)  # a half-written attempt of this version is garbage
@@ -167,7 +175,9 @@ class Compactor:
             },
         )
         self.manifests.write(manifest)
-        return CompactReport(self.table, version, events_in, rows_out, live_rows, len(target), max(bucket_count, len(buckets)))
+        data_buckets = [b for b in buckets if b != MARKER_BUCKET]
+        rewritten = [b for b in target if b != MARKER_BUCKET]
+        return CompactReport(self.table, version, events_in, rows_out, live_rows, len(rewritten), max(bucket_count, len(data_buckets)))
 
     def _read_base_version(self, location: str) -> DataFrame:
         return self.spark.read.schema(self._base_schema()).parquet(location)
@@ -238,12 +248,17 @@ class Compactor:
             if not name.startswith("v="):
                 continue
             version = int(name[2:])
+            folder = self.paths.base_version(version)
             if version > current.version:  # written by a crashed run that never wrote its manifest
-                self.storage.delete(self.paths.base_version(version))
+                self.storage.delete(folder)
                 continue
-            for bucket_dir in self.storage.list_names(self.paths.base_version(version)):
-                if bucket_dir.startswith("__bucket=") and (version, int(bucket_dir[9:])) not in referenced:
-                    self.storage.delete(f"{self.paths.base_version(version)}/{bucket_dir}")
+            buckets = [n for n in self.storage.list_names(folder) if n.startswith("__bucket=")]
+            unreferenced = [n for n in buckets if (version, int(n[len("__bucket="):])) not in referenced]
+            if len(unreferenced) == len(buckets) and version != current.version:
+                self.storage.delete(folder)
+                continue
+            for bucket_dir in unreferenced:
+                self.storage.delete(f"{folder}/{bucket_dir}")
 
     def _collect_changes(self, kept: set[int]) -> None:
         """The feed keeps the versions the base keeps (README: Change feed)."""

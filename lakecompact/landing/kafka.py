@@ -14,6 +14,13 @@ from pyspark.sql import functions as F
 
 from lakecompact.config import SourceConfig
 from lakecompact.errors import LakecompactError
+from lakecompact.report import warn
+
+
+RAW_SCHEMA = (
+    "__kafka_topic STRING, __kafka_partition INT, __kafka_offset BIGINT, key STRING, payload STRING, "
+    "__origin STRING, __line_reason STRING, __line STRING, __value_bytes BINARY"
+)
 
 
 class KafkaUnavailable(LakecompactError):
@@ -59,7 +66,13 @@ def _topics(consumer, source: SourceConfig) -> list[str]:
 
 
 def plan(spark: SparkSession, source: SourceConfig, landed: dict[str, int]) -> dict[str, dict[str, int]]:
-    """{"topic:partition": {"start": s, "end": e}} for every partition with new events (end exclusive)."""
+    """{"topic:partition": {"start": s, "end": e}} for every partition with new events (end exclusive).
+
+    `landed` holds the next offset of every partition landed before. A partition not in it starts at its
+    beginning, or, with starting_offsets = "latest" and a topic never landed before, at its end now: that
+    partition gets an empty range (start = end), so that the batch records the position and the next run
+    lands what arrived after it. A partition added later to a known topic starts at its beginning.
+    """
     jvm = spark.sparkContext._jvm
     consumer = _consumer(spark, source)
     try:
@@ -74,12 +87,27 @@ def plan(spark: SparkSession, source: SourceConfig, landed: dict[str, int]) -> d
     finally:
         consumer.close()
     ranges = {}
+    known_topics = {name.rsplit(":", 1)[0] for name in landed}
     budget = source.max_events_per_batch or None
     for tp in sorted(partitions, key=lambda p: (p.topic(), p.partition())):
         name = f"{tp.topic()}:{tp.partition()}"
         end, begin = int(ends.get(tp)), int(begins.get(tp))
-        default = begin if source.starting_offsets == "earliest" else end
-        start = max(landed.get(name, default), begin)  # retention may have removed what we never read
+        if name in landed:
+            start = landed[name]
+            if start < begin:
+                warn(f"{name}: events {start}..{begin - 1} were removed by the topic's retention before they were "
+                     "landed; landing from the earliest event still in Kafka")
+                start = begin
+            elif start > end:
+                warn(f"{name}: landed up to offset {start} but the partition ends at {end} (was the topic deleted "
+                     "and created again?): nothing is landed from it until its offsets pass that point")
+        elif source.starting_offsets == "earliest" or tp.topic() in known_topics:
+            start = begin
+        else:
+            # "latest", a new topic: start at its end now; the empty range records the position with the batch,
+            # so that what arrives after this run is landed by the next one (instead of being skipped again)
+            ranges[name] = {"start": end, "end": end}
+            continue
         if end <= start:
             continue
         if budget is not None:
@@ -95,6 +123,9 @@ def read(spark: SparkSession, source: SourceConfig, ranges: dict[str, dict[str, 
     """The raw events of exactly the planned offset ranges."""
     starting: dict[str, dict[str, int]] = {}
     ending: dict[str, dict[str, int]] = {}
+    ranges = {name: bounds for name, bounds in ranges.items() if bounds["end"] > bounds["start"]}
+    if not ranges:  # only positions to record (see plan): no events
+        return spark.createDataFrame([], RAW_SCHEMA)
     for name, bounds in ranges.items():
         topic, partition = name.rsplit(":", 1)
         starting.setdefault(topic, {})[partition] = bounds["start"]

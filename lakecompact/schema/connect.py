@@ -237,7 +237,8 @@ def _unscaled_from_base64(expression: str) -> str:
             f"aggregate(sequence(1, greatest(length({h}), 1)), CAST(0 AS DECIMAL(38,0)), ({acc}, {i}) -> "
             f"CAST({acc} * 16 + IF({i} > length({h}), 0, IF({negative}, 15 - {digit}, {digit})) AS DECIMAL(38,0)))"
         )
-        return f"IF({negative}, -({fold} + 1), {fold})"
+        # -(complement + 1), written so no intermediate needs a 39th digit
+        return f"IF({negative}, CAST(CAST(0 AS DECIMAL(38,0)) - {fold} AS DECIMAL(38,0)) - CAST(1 AS DECIMAL(1,0)), {fold})"
 
     return _let(f"hex(unbase64({expression}))", digits)
 
@@ -253,7 +254,8 @@ def _with_scale(unscaled: str, scale: str) -> str:
             )
 
         # lpad cuts strings longer than its width, so the width is never below the length
-        return _let(f"CAST(abs({u}) AS STRING)", lambda a: _let(f"lpad({a}, greatest(length({a}), {scale} + 1), '0')", with_point))
+        # not abs() or unary minus: Spark 4.3 drops digits negating a DECIMAL(38,0)
+        return _let(f"CAST(IF({u} < 0, CAST(0 AS DECIMAL(38,0)) - {u}, {u}) AS STRING)", lambda a: _let(f"lpad({a}, greatest(length({a}), {scale} + 1), '0')", with_point))
 
     return _let(unscaled, text)
 

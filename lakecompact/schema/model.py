@@ -26,7 +26,11 @@ META_COLUMNS: tuple[tuple[str, str], ...] = (
     ("__toast", "ARRAY<STRING>"),
 )
 INCREMENT_PARTITIONS: tuple[tuple[str, str], ...] = (("__hour", "STRING"), ("__batch", "BIGINT"))
-BASE_EXTRA: tuple[tuple[str, str], ...] = (("__batch", "BIGINT"),)
+ORDER_TYPE = "STRUCT<position DECIMAL(38,0), op_rank INT, batch BIGINT, partition INT, offset BIGINT>"
+# In the base, where each value came from: '*' for the columns every event carries, and each TOAST-able
+# column by name, so an older event delivered after a compaction is weighed as if the history were there.
+ORIGINS_TYPE = f"MAP<STRING, {ORDER_TYPE}>"
+BASE_EXTRA: tuple[tuple[str, str], ...] = (("__batch", "BIGINT"), ("__origins", ORIGINS_TYPE))
 BASE_PARTITION: tuple[str, str] = ("__bucket", "INT")
 
 

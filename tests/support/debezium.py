@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from typing import Any
 
 PLACEHOLDER = "__debezium_unavailable_value"
@@ -36,7 +36,9 @@ def decimal(precision: int, scale: int) -> dict:
 
 
 def decimal_wire(value: str | Decimal, scale: int) -> str:
-    unscaled = int((Decimal(value) * (10**scale)).to_integral_value())
+    with localcontext() as exact:
+        exact.prec = 100  # the default 28 digits would round a DECIMAL(38,s)
+        unscaled = int((Decimal(value) * (10**scale)).to_integral_value())
     length = max(1, (unscaled.bit_length() + 8) // 8)
     return base64.b64encode(unscaled.to_bytes(length, "big", signed=True)).decode()
 
