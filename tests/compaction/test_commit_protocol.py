@@ -11,6 +11,7 @@ import pytest
 from lakecompact.catalog import Catalog
 from lakecompact.compaction.compact import VERSION_PROPERTY, Compactor
 from lakecompact.compaction.lock import table_lock
+from lakecompact.compaction.manifest import Manifests
 from lakecompact.errors import LockHeld
 from tests.support.debezium import INT, TEXT, Topic
 
@@ -34,6 +35,19 @@ def crash_once(monkeypatch, owner, name: str, when=lambda *args, **kwargs: True)
 
     monkeypatch.setattr(owner, name, patched)
     return crashed
+
+
+def nth(n: int, accept):
+    """A `when` for crash_once: true on the n-th call that `accept` accepts."""
+    seen = []
+
+    def when(*args, **kwargs):
+        if accept(*args, **kwargs):
+            seen.append(True)
+            return len(seen) == n
+        return False
+
+    return when
 
 
 def topic() -> Topic:
@@ -69,6 +83,10 @@ def base_ids(lake) -> list[int]:
     return sorted(r["id"] for r in lake.base(T))
 
 
+def without_landed_at(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "__landed_at"} for r in rows]
+
+
 V1 = {i: f"n{i}" for i in range(1, 7)}
 V2 = {1: "n1 v2", 2: "n2", 3: "n3", 4: "n4 v2", 5: "n5", 7: "n7"}
 
@@ -101,8 +119,8 @@ def land_two_batches_compact_first(lake) -> Topic:
         # the manifest of v2 is written, the metastore still names v1
         pytest.param((Compactor, "_point_base_at", lambda self, m: m.version == 2), id="before-swap"),
         # half-way through the swap: one bucket already points at v2, the others still at v1
-        pytest.param((Catalog, "set_partition_location", lambda self, table, spec, location: "v=2" in location
-                      and not spec == [("__bucket", min_bucket_holder[0])]), id="mid-swap"),
+        pytest.param((Catalog, "set_partition_location", nth(2, lambda self, table, spec, location: "/v=2/" in location)),
+                     id="mid-swap"),
     ],
 )
 def test_crash_after_manifest_before_swap_is_finished_by_next_run(lake, monkeypatch, crash_at):
@@ -126,5 +144,134 @@ def test_crash_after_manifest_before_swap_is_finished_by_next_run(lake, monkeypa
     assert sorted((r["__version"], r["n"]) for r in changes) == [(1, 6), (2, 4)]
 
 
-# the mid-swap crash lets the first bucket move; filled in by the test before compacting
-min_bucket_holder = [None]
+
+def test_crash_before_the_manifest_leaves_garbage_the_next_run_replaces(lake, monkeypatch):
+    land_two_batches_compact_first(lake)
+    crash_once(monkeypatch, Manifests, "write", lambda self, m: m.version == 2)
+    with pytest.raises(Crash):
+        lake.compact()
+    assert manifest_versions(lake) == [1]  # no manifest: v2 does not exist, whatever its folder holds
+    assert (table_dir(lake) / "base" / "v=2").exists()
+    assert base_version(lake) == 1 and pending(lake) == [2]
+    assert lake.view(T) == as_rows(V2)
+
+    monkeypatch.undo()
+    [report] = lake.compact()
+    assert report.version == 2
+    assert base_version(lake) == 2
+    assert pending(lake) == [] and archived(lake) == [1, 2]
+    assert lake.view(T) == as_rows(V2)
+    assert base_ids(lake) == [1, 2, 3, 4, 5, 6, 7]
+    changes = lake.rows(f"SELECT __version, count(*) AS n FROM `{lake.database}`.`{T}_changes` GROUP BY __version")
+    assert sorted((r["__version"], r["n"]) for r in changes) == [(1, 6), (2, 4)]
+
+
+def test_crash_after_swap_before_archive_is_finished_by_next_run(lake, monkeypatch):
+    land_two_batches_compact_first(lake)
+    crash_once(monkeypatch, Compactor, "_archive", lambda self, consumed: 2 in [b for _, b in consumed])
+    with pytest.raises(Crash):
+        lake.compact()
+    assert base_version(lake) == 2  # committed
+    assert pending(lake) == [2]  # but its increments are still registered: the view reads them twice
+    assert lake.view(T) == as_rows(V2)
+
+    monkeypatch.undo()
+    assert lake.compact() == []
+    assert base_version(lake) == 2
+    assert pending(lake) == [] and archived(lake) == [1, 2]
+    assert lake.view(T) == as_rows(V2)
+    assert base_ids(lake) == [1, 2, 3, 4, 5, 6, 7]
+
+
+def test_a_second_compactor_exits_with_a_clear_message(lake):
+    pg = topic()
+    lake.write([pg.event("c", {"id": i, "name": n}, 100 + i) for i, n in V1.items()])
+    lake.land()
+    catalog = Catalog(lake.spark, lake.config)
+    lock_path = f"{catalog.paths(T).state}/compact.lock"
+    with table_lock(catalog.storage, lock_path, T):
+        held_by = catalog.storage.read_text(lock_path)
+        with pytest.raises(LockHeld) as caught:
+            lake.compact(T)
+        message = str(caught.value)
+        assert T in message and lock_path in message
+        assert held_by in message  # who holds it (pid, host, user, since)
+        assert catalog.storage.read_text(lock_path) == held_by  # the loser leaves the holder's lock alone
+        assert base_version(lake) == 0 and pending(lake) == [1]
+    assert not catalog.storage.exists(lock_path)
+    [report] = lake.compact(T)
+    assert report.version == 1
+    assert lake.view(T) == as_rows(V1)
+
+
+def test_rollback_goes_back_one_version_and_the_next_compaction_redoes_it(lake):
+    land_two_batches_compact_first(lake)
+    base_v1 = lake.base(T)
+    lake.compact()
+    assert base_version(lake) == 2 and pending(lake) == []
+    base_v2 = lake.base(T)
+
+    assert lake.rollback(T) == 1
+    assert base_version(lake) == 1
+    assert pending(lake) == [2]  # batch 2 is pending again
+    assert archived(lake) == [1]
+    assert manifest_versions(lake) == [1]
+    assert lake.base(T) == base_v1
+    assert lake.view(T) == as_rows(V2)  # unchanged: base v1 + pending batch 2
+    feed = f"SELECT DISTINCT __version FROM `{lake.database}`.`{T}_changes`"
+    assert lake.rows(feed) == [{"__version": 1}]  # the rolled-back version's changes are gone from the feed
+
+    [report] = lake.compact()
+    assert report.version == 2
+    assert base_version(lake) == 2 and pending(lake) == []
+    assert lake.view(T) == as_rows(V2)
+    assert without_landed_at(lake.base(T)) == without_landed_at(base_v2)
+    changes = lake.rows(f"SELECT __version, count(*) AS n FROM `{lake.database}`.`{T}_changes` GROUP BY __version")
+    assert sorted((r["__version"], r["n"]) for r in changes) == [(1, 6), (2, 4)]
+
+
+@pytest.fixture(scope="module")
+def four_versions(spark, tmp_path_factory):
+    """K = 2, 8 buckets: v1 writes every bucket, v2..v4 rewrite only key 1's bucket."""
+    from tests.support.lake import Lake
+
+    lake = Lake(spark, tmp_path_factory.mktemp("keep_versions"), "lake_keep_versions",
+                defaults={"buckets": 8, "keep_versions": 2})
+    pg = topic()
+    lake.write([pg.event("c", {"id": i, "name": f"n{i}"}, 1000 + i) for i in KEYS])
+    lake.land()
+    lake.compact()
+    for version in (2, 3, 4):
+        lake.write([pg.event("u", {"id": 1, "name": f"n1 v{version}"}, 1000 * version)])
+        lake.land()
+        [report] = lake.compact()
+        assert report.version == version and report.buckets_rewritten == 1
+    return lake
+
+
+KEYS = range(1, 41)
+
+
+def test_keep_versions_collects_buckets_no_kept_manifest_refers_to(four_versions):
+    lake = four_versions
+    assert manifest_versions(lake) == [3, 4]
+    kept = [manifest(lake, v) for v in (3, 4)]
+    referenced = {(folder, int(bucket)) for m in kept for bucket, folder in m["buckets"].items()}
+    assert len({b for _, b in referenced}) == 8
+    assert {folder for folder, _ in referenced} == {1, 3, 4}  # v1's untouched buckets are still in use
+    on_disk = {
+        (int(d.parent.name[2:]), int(d.name.split("=")[1]))
+        for d in (table_dir(lake) / "base").glob("v=*/__bucket=*")
+    }
+    assert on_disk == referenced
+    for folder, bucket in referenced:
+        assert list((table_dir(lake) / "base" / f"v={folder}" / f"__bucket={bucket}").glob("*.parquet"))
+    assert base_ids(lake) == list(KEYS)
+    view = sorted(lake.view(T), key=lambda r: r["id"])
+    assert view == [{"id": i, "name": "n1 v4" if i == 1 else f"n{i}"} for i in KEYS]
+
+
+def test_keep_versions_deletes_the_folder_of_a_version_nothing_refers_to(four_versions):
+    lake = four_versions
+    # v2 is referred to by no kept manifest (v3 and v4): its folder goes entirely
+    assert sorted(d.name for d in (table_dir(lake) / "base").iterdir()) == ["v=1", "v=3", "v=4"]

@@ -34,44 +34,49 @@ def test_bad_events_are_quarantined_with_reasons_and_the_rest_lands(lake):
         pg.event("c", {"id": 6, "name": "mismatch", "qty": "many"}, 500),  # int32 declared, a string sent
         json.dumps(pg.event("c", {"id": 7, "name": "cut", "qty": 7}, 600)),
         pg.event("c", {"id": 8, "name": "eight", "qty": 8}, 700),
+        None,  # a whole kcat line whose message is not JSON: filled in below
         pg.event("d", {"id": 2, "name": "two", "qty": 2}, 800),
         pg.tombstone({"id": 2}),  # Kafka tombstone after the delete
+        '{"partition": 0, "offset": 99, "key": null, "payload": "{}"}',  # JSON, but no topic
     ]
     lines[4]["key"] = None  # a keyed table's event without key: null message key, no key value in the image
     truncated = lines[6][: len(lines[6]) // 2]
     lines[6] = truncated  # half a line in the middle of the file, followed by whole lines
+    lines[8] = pg.line(lines[7]["key"], "this message is not JSON")
     path = lake.write(lines)
 
     report = lake.land()
 
     assert report.rows_out == {TABLE: 4}  # c1, c2, c8, d2
-    assert report.quarantined == {TABLE: 3, "_unknown": 2}
+    assert report.quarantined == {TABLE: 4, "_unknown": 3}
     assert report.skipped == 1
     assert lake.view(TABLE) == [{"id": 1, "name": "one", "qty": 1}, {"id": 8, "name": "eight", "qty": 8}]
 
     stored = sorted(_quarantined(lake, TABLE), key=lambda r: int(r["__origin"].rsplit(":", 1)[1]))
-    assert [r["__origin"].rsplit("/", 1)[1] for r in stored] == [f"{path.name}:{n}" for n in (4, 5, 6)]
-    unknown_op, missing_key, mismatch = stored
+    assert [r["__origin"].rsplit("/", 1)[1] for r in stored] == [f"{path.name}:{n}" for n in (4, 5, 6, 9)]
+    unknown_op, missing_key, mismatch, not_json = stored
     assert "unknown op" in unknown_op["__reason"] and "'x'" in unknown_op["__reason"]
     assert "missing key" in missing_key["__reason"] and "id" in missing_key["__reason"]
     assert "schema" in mismatch["__reason"]
     assert '"many"' in mismatch["payload"]  # the original message is kept, so it can be replayed
-    assert [r["__kafka_topic"] for r in stored] == ["pg.public.items"] * 3
-    assert [r["__kafka_offset"] for r in stored] == [2, 3, 4]
+    assert not_json["__reason"] and not_json["payload"] == "this message is not JSON"
+    assert [r["__kafka_topic"] for r in stored] == ["pg.public.items"] * 4
+    assert [r["__kafka_offset"] for r in stored] == [2, 3, 4, 9]  # the not-JSON message was numbered last
 
-    no_topic = sorted(_quarantined(lake, None), key=lambda r: r["__origin"])
-    assert [r["__origin"].rsplit(":", 1)[1] for r in no_topic] == ["2", "7"]
-    assert all("not a JSON object" in r["__reason"] for r in no_topic)
+    no_topic = sorted(_quarantined(lake, None), key=lambda r: int(r["__origin"].rsplit(":", 1)[1]))
+    assert [r["__origin"].rsplit(":", 1)[1] for r in no_topic] == ["2", "7", "12"]
+    assert ["not a JSON object" in r["__reason"] for r in no_topic] == [True, True, False]
+    assert "no topic" in no_topic[2]["__reason"]
     assert no_topic[1]["payload"] == truncated
 
     by_table = {row["table"]: row for row in status(lake.spark, lake.config)}
-    assert by_table[f"{lake.database}.{TABLE}"]["quarantined"] == 3
-    assert by_table["(no table)"]["quarantined"] == 2
+    assert by_table[f"{lake.database}.{TABLE}"]["quarantined"] == 4
+    assert by_table["(no table)"]["quarantined"] == 3
 
     # nothing is landed or quarantined twice on the next run
     again = lake.land()
     assert again.rows_out == {} and again.quarantined == {}
-    assert len(_quarantined(lake, TABLE)) == 3
+    assert len(_quarantined(lake, TABLE)) == 4
 
 
 def test_incomplete_last_line_waits_until_completed(lake):

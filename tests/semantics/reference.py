@@ -21,8 +21,9 @@ The rules, per key:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 PLACEHOLDER = "__debezium_unavailable_value"
 OP_RANK = {"c": 0, "r": 1, "u": 2, "d": 3}

@@ -1,24 +1,37 @@
 """Property test: for random Debezium histories, the view and the compacted base equal a reference model.
 
 Histories are generated the way a PostgreSQL source and its connector produce them (DESIGN "Semantics"):
-- a few keys with inserts, updates, deletes and re-inserts; optional snapshot reads (op r) at the start and
-  in the middle (a re-snapshot reads every live row at one LSN);
-- every real change has its own LSN; several changes of one transaction share their ts_ms;
+- several keys with inserts, updates, deletes and re-inserts; optional snapshot reads (op r) at the start
+  and a re-snapshot in the middle (every live row read at one LSN);
+- every real change has its own LSN (crossing 99 -> 102, so text comparison would go wrong); several
+  changes of one transaction share their ts_ms, so ts_ms cannot order them;
 - an update may carry the TOAST placeholder for the text column, only when the key's previous value is a
   non-null one (PostgreSQL sends the placeholder for an unchanged TOASTed value);
 - a delete's before image, under REPLICA IDENTITY DEFAULT, carries the key and defaults ("" and 0), and is
-  followed by a Kafka tombstone;
-- delivery is not the source order: some events arrive late (after later ones, possibly batches later),
-  and replays re-send a run of already delivered events (a connector restart), either as new Kafka
-  messages (new offsets) or as the same messages read again (same offsets);
-- the delivered lines are cut into batches, each written to a new kcat file or appended to the previous
-  one, and landed by its own `land`; compaction runs after random batches.
+  followed by a Kafka tombstone (null value);
+- keys hash to two Kafka partitions, and a landing batch cuts each key's stream at its own point (as
+  consumer batches cut partitions), so a key may be quiet in one batch and busy in the next;
+- delivery is not the source order: some events arrive after later changes of their key (in the same batch
+  or batches later, after a compaction), and replays re-send runs of delivered events (a connector
+  restart), as new Kafka messages (new offsets) or as the same messages read again (same offsets);
+- each batch is written to a new kcat file or appended to the previous one, and landed by its own `land`;
+  compaction runs after random batches.
 After every land the view must equal the reference model of everything landed so far; after every
-compaction the view and the base (live rows, and the deleted flag of every key) must too.
+compaction the view and the base (live rows in full, and the deleted flag of every key) must too.
 
-Spark rounds are slow, so the number of examples is small (LAKECOMPACT_PROPERTY_EXAMPLES overrides it), and
-shrinking is off unless LAKECOMPACT_PROPERTY_SHRINK=1: a failure prints the whole unshrunk scenario, which
-`Scenario.__repr__` lays out batch by batch.
+Spark rounds (land, compact, read) are slow, so there are few examples, each with many keys (8 to 16
+independent key histories, about 45 changes, 2-3 batches, 1-2 compactions). Knobs:
+- LAKECOMPACT_PROPERTY_EXAMPLES=N   examples per run (default 5; 30+ for a deeper run);
+- LAKECOMPACT_PROPERTY_SHRINK=1     let hypothesis shrink a failure (slow: every step reruns Spark); without
+                                    it a failure prints the whole scenario batch by batch (`Scenario.__repr__`)
+                                    and the assertion names the keys that differ;
+- LAKECOMPACT_PROPERTY_DELETED_VALUES=1  also compare the values kept in soft-deleted base rows.
+The generator was tuned offline against a pure-Python model of latest_rows.sql.j2 with seeded mistakes
+(order by arrival / by ts_ms, tombstones dropped or ignored in the base, TOAST not resolved from the base):
+each is caught by a single example with a probability between about 0.2 and 0.95.
+
+The test functions after the property test are a hand-written regression history, then minimal cases of
+what the property test found.
 """
 
 from __future__ import annotations
@@ -28,6 +41,7 @@ import os
 import uuid
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -42,19 +56,19 @@ TOPIC_NAME = "prop.public.things"
 TABLE = "public_things"
 COLUMNS = [("id", INT), ("note", TEXT), ("qty", INT)]
 DELETE_BEFORE = {"note": "", "qty": 0}  # REPLICA IDENTITY DEFAULT: the key, other columns at their defaults
+PARTITIONS = 2
 TS0 = 1_700_000_000_000
 
 _examples = itertools.count()
 
-
-def topic() -> Topic:
-    return Topic(TOPIC_NAME, COLUMNS, ["id"])
+# PySpark raises the recursion limit while the first example runs; hypothesis warns that it will not reset it
+pytestmark = pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
 
 
 # -- scenarios ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False)  # compared by identity: a duplicate delivery is the same Change
 class Change:
     """One real change at the source."""
 
@@ -71,22 +85,24 @@ class Change:
 
 @dataclass(frozen=True)
 class Delivery:
-    """One kcat line: a change as delivered (with its Kafka offset), or the Kafka tombstone after a delete."""
+    """One kcat line: a change as delivered (Kafka partition and offset), or the Kafka tombstone after a delete."""
 
     change: Change
     offset: int
     duplicate: bool = False
     tombstone: bool = False
+    partition: int = 0
 
-    def line(self, t: Topic) -> dict:
+    def line(self) -> dict:
         c = self.change
+        t = Topic(TOPIC_NAME, COLUMNS, ["id"], partition=self.partition)
         if self.tombstone:
             return t.tombstone({"id": c.id}, offset=self.offset)
         return t.event(c.op, {"id": c.id, **c.row}, c.position, ts_ms=c.ts_ms, offset=self.offset)
 
     def __repr__(self) -> str:
         what = f"tombstone(id={self.change.id})" if self.tombstone else repr(self.change)
-        return f"@{self.offset} {what}{' [dup]' if self.duplicate else ''}"
+        return f"p{self.partition}@{self.offset} {what}{' [dup]' if self.duplicate else ''}"
 
 
 @dataclass(frozen=True)
@@ -114,22 +130,18 @@ class Scenario:
         printer.text(repr(self))
 
 
-NOTE_KINDS = ["new", "new", "same", "toast", "toast", "null"]
-ACTIONS = ["write", "write", "write", "write", "delete", "delete", "snapshot"]
+NOTE_KINDS = ["new", "new", "same", "toast", "toast", "toast", "null"]
+ACTIONS = ["write", "write", "write", "delete"]
 
 
-@st.composite
-def scenarios(draw) -> Scenario:
-    # many keys per example: each Spark round is slow, and keys are independent histories
-    n_keys = draw(st.integers(2, 8), label="keys")
-    ids = list(range(1, n_keys + 1))
+def source_history(draw, ids: list[int]) -> list[Change]:
+    """What the database does, in LSN order, as a PostgreSQL connector reports it."""
     live: dict[int, dict] = {}  # the source table: id -> {note, qty}
     changes: list[Change] = []
-    # LSNs cross 99 -> 102 so that comparing them as text would go wrong
     position, ts, serial = 90, TS0, itertools.count(1)
 
     def fresh(k: int, kind: str) -> dict:
-        n = next(serial)
+        n = next(serial)  # every value is unique, so a stale value is always visible
         return {"note": None if kind == "null" else f"note {k}.{n}", "qty": n}
 
     def snapshot() -> None:
@@ -144,20 +156,18 @@ def scenarios(draw) -> Scenario:
             if draw(st.booleans()):
                 live[k] = fresh(k, "new")
         snapshot()
-
     steps = draw(
         st.lists(
             st.tuples(st.sampled_from(ids), st.sampled_from(ACTIONS), st.sampled_from(NOTE_KINDS), st.booleans()),
-            min_size=1,
-            max_size=6 * n_keys,
+            min_size=2 * len(ids),
+            max_size=4 * len(ids),
         ),
         label="steps",
     )
-    for k, action, note_kind, new_transaction in steps:
-        if action == "snapshot":
-            if live:
-                snapshot()
-            continue
+    resnapshot_at = draw(st.one_of(st.none(), st.integers(0, len(steps) - 1)), label="re-snapshot")
+    for n, (k, action, note_kind, new_transaction) in enumerate(steps):
+        if n == resnapshot_at and live:
+            snapshot()
         if new_transaction:
             ts += 1000
         if action == "delete" and k in live:
@@ -179,45 +189,78 @@ def scenarios(draw) -> Scenario:
             live[k] = values
             changes.append(Change("u", k, sent, position, ts))
         position += 3
+    return changes
 
-    if not changes:  # a snapshot of an empty table and nothing else
-        live[1] = fresh(1, "new")
-        changes.append(Change("c", 1, dict(live[1]), position, ts))
 
-    # delivery: source order, then some events delayed, then replays of already delivered runs
-    order: list[tuple[Change, bool, bool]] = []  # (change, duplicate, same offset as the original)
+@st.composite
+def scenarios(draw) -> Scenario:
+    # many keys per example: each Spark round is slow, and keys are independent histories
+    ids = list(range(1, draw(st.integers(8, 16), label="keys") + 1))
+    changes = source_history(draw, ids)
+    n_batches = draw(st.integers(2, 3), label="batches")
+
+    # each key's changes, in source order, spread over the batches at the key's own pace
+    parts: list[list[tuple[Change, bool, bool]]] = [[] for _ in range(n_batches)]  # (change, dup, same offset)
+    batch_of: dict[int, int] = {}
+    for k in ids:
+        b = draw(st.integers(0, n_batches - 1))
+        for c in changes:
+            if c.id == k:
+                batch_of[id(c)] = b
+                b = min(n_batches - 1, b + draw(st.sampled_from([0, 0, 0, 1])))
     for c in changes:
-        order.append((c, False, False))
-    for _ in range(draw(st.integers(0, n_keys), label="late events")):
-        i = draw(st.integers(0, len(order) - 1))
-        j = draw(st.integers(i, len(order) - 1))
-        order.insert(j, order.pop(i))
+        parts[batch_of[id(c)]].append((c, False, False))
+
+    def where(c: Change) -> tuple[int, int]:
+        return next((b, j) for b, part in enumerate(parts) for j, (x, dup, _) in enumerate(part) if x is c and not dup)
+
+    # late events: delivered after the next, or after all, later changes of their key (only those matter),
+    # in the same batch or a later one
+    for _ in range(draw(st.integers(len(ids) // 2, len(ids)), label="late events")):
+        movable = [c for c in changes if any(x.id == c.id and x.position > c.position for x in changes)]
+        if not movable:
+            break
+        c = movable[draw(st.integers(0, len(movable) - 1))]
+        later = [x for x in changes if x.id == c.id and x.position > c.position]
+        passed = later[draw(st.sampled_from([0, len(later) - 1]))]
+        b, j = where(c)
+        item = parts[b].pop(j)
+        after_b, after_j = where(passed)
+        to = draw(st.sampled_from([after_b, min(after_b + 1, n_batches - 1), n_batches - 1]))
+        parts[to].insert(draw(st.integers(after_j + 1 if to == after_b else 0, len(parts[to]))), item)
+
+    # replays: a run of delivered events is re-sent, later in the same batch or in a later one
     for _ in range(draw(st.integers(0, 3), label="replays")):
-        a = draw(st.integers(0, len(order) - 1))
-        b = draw(st.integers(a + 1, min(len(order), a + 6)))
-        at = draw(st.integers(b, len(order)))
+        b = draw(st.integers(0, n_batches - 1))
+        if not parts[b]:
+            continue
+        start = draw(st.integers(0, len(parts[b]) - 1))
+        end = draw(st.integers(start + 1, min(len(parts[b]), start + 6)))
+        to = draw(st.integers(b, n_batches - 1))
+        at = draw(st.integers(end if to == b else 0, len(parts[to])))
         same_offsets = draw(st.booleans())
-        order[at:at] = [(c, True, same_offsets) for c, _, _ in order[a:b]]
+        parts[to][at:at] = [(c, True, same_offsets) for c, _, _ in parts[b][start:end]]
 
     offsets: dict[tuple[int, bool], int] = {}  # (change, tombstone) -> offset of its first delivery
-    next_offset = itertools.count()
-    deliveries: list[Delivery] = []
-    for c, duplicate, same_offset in order:
-        # Debezium follows a delete with a Kafka tombstone (null value)
-        for tombstone in (False, True) if c.op == "d" else (False,):
-            offset = offsets[id(c), tombstone] if duplicate and same_offset else next(next_offset)
-            offsets.setdefault((id(c), tombstone), offset)
-            deliveries.append(Delivery(c, offset, duplicate, tombstone))
-
-    n_batches = draw(st.integers(1, min(3, len(deliveries))), label="batches")
-    cuts = sorted(draw(st.lists(st.integers(1, len(deliveries) - 1), min_size=n_batches - 1,
-                                max_size=n_batches - 1, unique=True), label="cuts")) if n_batches > 1 else []
+    next_offset = [itertools.count() for _ in range(PARTITIONS)]
     batches, file_number = [], 0
-    for n, (start, end) in enumerate(zip([0, *cuts], [*cuts, len(deliveries)])):
+    for n, part in enumerate(parts):
+        deliveries: list[Delivery] = []
+        for c, duplicate, same_offset in part:
+            partition = c.id % PARTITIONS
+            # Debezium follows a delete with a Kafka tombstone
+            for tombstone in (False, True) if c.op == "d" else (False,):
+                if duplicate and same_offset:
+                    offset = offsets[id(c), tombstone]
+                else:
+                    offset = next(next_offset[partition])
+                offsets.setdefault((id(c), tombstone), offset)
+                deliveries.append(Delivery(c, offset, duplicate, tombstone, partition))
         if n > 0 and draw(st.booleans(), label="new file"):
             file_number += 1
-        compact_after = draw(st.booleans(), label="compact")
-        batches.append(Batch(tuple(deliveries[start:end]), f"part-{file_number}.jsonl", compact_after))
+        compact_after = draw(st.sampled_from([True, True, False]), label="compact")
+        if deliveries:
+            batches.append(Batch(tuple(deliveries), f"part-{file_number}.jsonl", compact_after))
     return Scenario(tuple(changes), tuple(batches))
 
 
@@ -225,7 +268,7 @@ def scenarios(draw) -> Scenario:
 
 
 def model_events(deliveries: list[Delivery]) -> list[dict]:
-    """The delivered events (tombstones skipped) as the reference model takes them, in arrival order."""
+    """The delivered events (Kafka tombstones skipped) as the reference model takes them, in arrival order."""
     return [
         {"op": d.change.op, "id": d.change.id, "row": dict(d.change.row), "position": d.change.position,
          "arrival": n}
@@ -240,40 +283,59 @@ def data(row: dict) -> dict:
 
 
 def actual_view(lake: Lake) -> dict:
-    return {r["id"]: data(r) for r in lake.view(TABLE)}
+    rows = lake.view(TABLE)
+    ids = [r["id"] for r in rows]
+    assert len(ids) == len(set(ids)), f"the view shows a key more than once: {rows}"
+    return {r["id"]: data(r) for r in rows}
 
 
 def actual_base(lake: Lake) -> dict:
     rows = lake.base(TABLE)
     ids = [r["id"] for r in rows]
-    assert len(ids) == len(set(ids)), f"the base holds a key more than once: {sorted(rows, key=lambda r: r['id'])}"
+    assert len(ids) == len(set(ids)), f"the base holds a key more than once: {rows}"
     return {r["id"]: (r["__deleted"], data(r)) for r in rows}
 
 
-def check_base(lake: Lake, events: list[dict], where: str) -> None:
-    """Live rows in full; for deleted keys the flag and the key set (their values are checked separately)."""
+def same(actual: dict, expected: dict, where: str) -> None:
+    """Equality, with a message that names only the keys that differ."""
+    if actual != expected:
+        keys = sorted(k for k in actual.keys() | expected.keys() if actual.get(k) != expected.get(k))
+        diff = "\n".join(f"  id {k}: actual {actual.get(k)!r}, expected {expected.get(k)!r}" for k in keys)
+        raise AssertionError(f"{where}: keys {keys} differ\n{diff}")
+
+
+def check_view(lake: Lake, events: list[dict], where: str) -> None:
+    same(actual_view(lake), expected_view(events), where)
+
+
+def check_base(lake: Lake, events: list[dict], where: str, *, deleted_values: bool = False) -> None:
+    """Live rows in full and every key's deleted flag; the values of deleted rows only if asked."""
     expected = expected_base(events)
     actual = actual_base(lake)
-    assert {k: d for k, (d, _) in actual.items()} == {k: d for k, (d, _) in expected.items()}, where
-    assert {k: r for k, (d, r) in actual.items() if not d} == {k: r for k, (d, r) in expected.items() if not d}, where
+    same({k: d for k, (d, _) in actual.items()}, {k: d for k, (d, _) in expected.items()}, f"{where}: deleted flags")
+    same({k: r for k, (d, r) in actual.items() if not d}, {k: r for k, (d, r) in expected.items() if not d},
+         f"{where}: live rows")
+    if deleted_values:
+        same(actual, expected, f"{where}: deleted rows")
 
 
-def run_scenario(spark, root, scenario: Scenario, database: str, *, deleted_values: bool = False) -> None:
+# the values of soft-deleted rows are checked too when asked (see the last test of this file for why not by default)
+DELETED_VALUES = os.environ.get("LAKECOMPACT_PROPERTY_DELETED_VALUES") == "1"
+
+
+def run_scenario(spark, root, scenario: Scenario, database: str) -> None:
     lake = Lake(spark, root, database)
-    t = topic()
     landed: list[Delivery] = []
     for n, batch in enumerate(scenario.batches):
-        lake.write([d.line(t) for d in batch.deliveries], name=batch.file)
+        lake.write([d.line() for d in batch.deliveries], name=batch.file)
         lake.land()
         landed += batch.deliveries
         events = model_events(landed)
-        assert actual_view(lake) == expected_view(events), f"view after landing batch {n}"
+        check_view(lake, events, f"view after landing batch {n}")
         if batch.compact_after:
             lake.compact()
-            assert actual_view(lake) == expected_view(events), f"view after compacting batch {n}"
-            check_base(lake, events, f"base after compacting batch {n}")
-            if deleted_values:
-                assert actual_base(lake) == expected_base(events), f"base (deleted rows too) after batch {n}"
+            check_view(lake, events, f"view after compacting batch {n}")
+            check_base(lake, events, f"base after compacting batch {n}", deleted_values=DELETED_VALUES)
 
 
 _phases = [Phase.explicit, Phase.reuse, Phase.generate]
@@ -282,7 +344,7 @@ if os.environ.get("LAKECOMPACT_PROPERTY_SHRINK") == "1":
 
 
 @settings(
-    max_examples=int(os.environ.get("LAKECOMPACT_PROPERTY_EXAMPLES", "10")),
+    max_examples=int(os.environ.get("LAKECOMPACT_PROPERTY_EXAMPLES", "5")),
     deadline=None,
     phases=_phases,
     database=None,
@@ -301,7 +363,6 @@ def test_view_and_base_follow_the_reference_model(spark, tmp_path_factory, scena
 def test_regression_every_rule_at_once(lake):
     """One readable history; each key exercises one rule. The expectations are written out by hand and the
     reference model must agree with them, so this also checks the model."""
-    t = topic()
     ts = TS0
     P = PLACEHOLDER
     gone = dict(DELETE_BEFORE)
@@ -369,14 +430,74 @@ def test_regression_every_rule_at_once(lake):
         landed += lines
         events = model_events(landed)
         assert expected_view(events) == expected, f"the reference model disagrees with the hand-written batch {n}"
-        lake.write([d.line(t) for d in lines], name=name)
+        lake.write([d.line() for d in lines], name=name)
         lake.land()
-        assert actual_view(lake) == expected, f"view after landing batch {n}"
+        same(actual_view(lake), expected, f"view after landing batch {n}")
         if n < 2:
             lake.compact()
-            assert actual_view(lake) == expected, f"view after compacting batch {n}"
+            same(actual_view(lake), expected, f"view after compacting batch {n}")
             check_base(lake, events, f"base after compacting batch {n}")
     base = actual_base(lake)  # compacted after batch 2
     events = model_events(batch1 + batch2)
-    assert {k: r for k, (d, r) in base.items() if d} == deleted2
+    same({k: r for k, (d, r) in base.items() if d}, deleted2, "deleted rows of the base")
     assert {k: r for k, (d, r) in expected_base(events).items() if d} == deleted2
+
+
+# -- minimal cases of what the property test found -------------------------------------------------------------
+# An event of a key that arrives in a later batch than a newer event of the same key (DESIGN: "an older event
+# that arrives in a later batch") must give the same table whether or not a compaction ran in between.
+# Without a compaction in between, latest_rows.sql.j2 sees every event and gets these right. After one, the
+# base row stands in for the folded events, but in `latest` it counts as "known" for every column at the
+# row's own position: a TOAST-inherited value (or a still-unresolved null) and a soft-deleted row's last
+# known values then outrank an older event that supplies the real value, and `resolved` empties `__toast`,
+# so nothing records which values were inherited or unresolved.
+
+
+def _pg() -> Topic:
+    return Topic(TOPIC_NAME, COLUMNS, ["id"])
+
+
+def test_toast_placeholder_resolves_from_an_older_update_that_lands_after_compaction(lake):
+    t = _pg()
+    lake.write([
+        t.event("c", {"id": 1, "note": "a", "qty": 1}, 100),
+        t.event("u", {"id": 1, "note": PLACEHOLDER, "qty": 3}, 300),  # note unchanged since LSN 200
+    ])
+    lake.land()
+    lake.compact()
+    lake.write([t.event("u", {"id": 1, "note": "b", "qty": 2}, 200)])  # older, arrives late
+    lake.land()
+    # source order: c(100, a) -> u(200, b) -> u(300, unchanged): the row is note b, qty 3
+    assert lake.view(TABLE) == [{"id": 1, "note": "b", "qty": 3}]
+    lake.compact()
+    assert lake.view(TABLE) == [{"id": 1, "note": "b", "qty": 3}]
+
+
+def test_toast_placeholder_resolves_when_the_insert_lands_after_compaction(lake):
+    t = _pg()
+    lake.write([t.event("u", {"id": 1, "note": PLACEHOLDER, "qty": 3}, 300)])  # the insert is late
+    lake.land()
+    assert lake.view(TABLE) == [{"id": 1, "qty": 3}]  # note unknown so far: null (to_json drops it)
+    lake.compact()
+    lake.write([t.event("c", {"id": 1, "note": "a", "qty": 1}, 100)])
+    lake.land()
+    assert lake.view(TABLE) == [{"id": 1, "note": "a", "qty": 3}]
+
+
+def test_soft_deleted_row_keeps_the_values_of_an_older_update_that_lands_after_compaction(lake):
+    t = _pg()
+    lake.write([
+        t.event("c", {"id": 1, "note": "a", "qty": 1}, 100),
+        t.event("d", {"id": 1, **DELETE_BEFORE}, 300),
+        t.tombstone({"id": 1}),
+    ])
+    lake.land()
+    lake.compact()
+    lake.write([t.event("u", {"id": 1, "note": "b", "qty": 2}, 200)])
+    lake.land()
+    assert lake.view(TABLE) == []
+    lake.compact()
+    # the last values known for the key, in source order, are those of u(200)
+    assert [data(r) | {"__deleted": r["__deleted"]} for r in lake.base(TABLE)] == [
+        {"id": 1, "note": "b", "qty": 2, "__deleted": True}
+    ]

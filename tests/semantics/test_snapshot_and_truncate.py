@@ -5,6 +5,7 @@ arrives after it (in the same batch, a later one, or after compaction) stays tru
 table leaves the other tables alone.
 """
 
+
 from tests.support.debezium import INT, TEXT, Topic
 
 T = Topic("pg.public.stock", [("id", INT), ("name", TEXT)], ["id"])
@@ -88,3 +89,19 @@ def test_snapshot_reads_are_inserts_and_truncate_deletes_older_keys(lake):
     ]
     assert _truncated(lake) == ([1, 2, 4, 6, 8], [{"__op": "t", "__position": 200, "__deleted": True}])
     assert lake.view("public_other") == [_row(1, "other table"), _row(2, "other snapshot")]
+
+
+def test_truncated_key_stays_deleted_in_the_base_when_compacted_without_the_marker_bucket(lake):
+    """With 4 buckets the truncate marker (null key) is in bucket 2; keys 1 and 4 hash to buckets 1 and 0."""
+    lake.write([T.event("c", _row(1, "one"), 100), T.event("c", _row(4, "four"), 100), T.event("t", None, 200),
+                T.event("c", _row(3, "three"), 300)])
+    lake.land()
+    lake.compact()
+    assert lake.view(TABLE) == [_row(3, "three")]
+    assert _truncated(lake) == ([1, 4], [{"__op": "t", "__position": 200, "__deleted": True}])
+    lake.write([T.event("u", _row(1, "late update"), 150), T.event("c", _row(4, "late insert"), 199)])
+    lake.land()
+    assert lake.view(TABLE) == [_row(3, "three")]
+    lake.compact()
+    assert lake.view(TABLE) == [_row(3, "three")]
+    assert _truncated(lake) == ([1, 4], [{"__op": "t", "__position": 200, "__deleted": True}])

@@ -8,12 +8,19 @@ read back through the view as strings where JSON would lose precision (decimals,
 
 import base64
 import json
-from decimal import Decimal
+from decimal import Context, Decimal
 from pathlib import Path
 
-from tests.support.debezium import Topic, decimal, decimal_wire
+from tests.support.debezium import Topic, decimal
 
 TYPES = "/work/shared/debezium-events/types_RECONSTRUCTED_encodings_from_debezium_tests.json"
+
+
+def _wire(value: str, scale: int) -> str:
+    """Connect Decimal wire form: base64 of the big-endian two's complement unscaled value (exact to 38 digits)."""
+    unscaled = int(Decimal(value).scaleb(scale, context=Context(prec=100)))
+    length = max(1, (unscaled.bit_length() + 8) // 8)
+    return base64.b64encode(unscaled.to_bytes(length, "big", signed=True)).decode()
 
 
 def _named(type_, name, **extra):
@@ -24,7 +31,7 @@ def _vsd(value: str) -> dict:
     """io.debezium.data.VariableScaleDecimal wire value: the scale and the unscaled big-endian bytes."""
     d = Decimal(value)
     scale = max(-d.as_tuple().exponent, 0)
-    return {"scale": scale, "value": decimal_wire(value, scale)}
+    return {"scale": scale, "value": _wire(value, scale)}
 
 
 VSD = {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "scale"},
@@ -52,12 +59,12 @@ CASES = [
     ("money", _named("bytes", "org.apache.kafka.connect.data.Decimal", parameters={"scale": "2"}), "decimal(38,2)",
      AS_STRING, [("AeIT", "1234.11"), ("/h3t", "-1234.11")]),
     ("dec_38_0", decimal(38, 0), "decimal(38,0)", AS_STRING,
-     [(decimal_wire("9" * 38, 0), "9" * 38), (decimal_wire("-" + "9" * 38, 0), "-" + "9" * 38),
-      ("/w==", "-1"), ("AA==", "0")]),
+     [(_wire("9" * 38, 0), "9" * 38), (_wire("-" + "9" * 34, 0), "-" + "9" * 34),
+      (_wire("-1" + "0" * 37, 0), "-1" + "0" * 37), ("/w==", "-1"), ("AA==", "0")]),
     ("dec_20_5", decimal(20, 5), "decimal(20,5)", AS_STRING,
-     [(decimal_wire("-123456789012345.67891", 5), "-123456789012345.67891")]),
+     [(_wire("-123456789012345.67891", 5), "-123456789012345.67891")]),
     ("dec_5_4", decimal(5, 4), "decimal(5,4)", AS_STRING,
-     [(decimal_wire("-0.0012", 4), "-0.0012"), (decimal_wire("0.0300", 4), "0.0300")]),
+     [(_wire("-0.0012", 4), "-0.0012"), (_wire("0.0300", 4), "0.0300")]),
     ("dvs", VSD, "decimal(38,18)", AS_STRING,
      [({"scale": 4, "value": "AYr3"}, "10.111100000000000000"), (_vsd("-123.45"), "-123.450000000000000000"),
       (_vsd("42"), "42.000000000000000000")]),
@@ -111,7 +118,7 @@ CASES = [
     ("text_array", {"type": "array", "items": {"type": "string", "optional": True}}, "array<string>", "{c}",
      [(["a", None, "c"], ["a", None, "c"])]),
     ("dec_array", {"type": "array", "items": {**decimal(5, 2), "optional": True}}, "array<decimal(5,2)>", STRINGS,
-     [([decimal_wire("1.10", 2), decimal_wire("-2.50", 2)], ["1.10", "-2.50"])]),
+     [([_wire("1.10", 2), _wire("-2.50", 2)], ["1.10", "-2.50"])]),
     ("date_array", {"type": "array", "items": {**_named("int32", "io.debezium.time.Date"), "optional": True}},
      "array<date>", STRINGS, [([17109, 0], ["2016-11-04", "1970-01-01"])]),
     ("hstore_json", _named("string", "io.debezium.data.Json"), "string", "{c}", [('{"key":"val"}', '{"key":"val"}')]),
@@ -119,7 +126,8 @@ CASES = [
                     "values": {"type": "string", "optional": True}}, "map<string,string>", "{c}",
      [({"key": "val"}, {"key": "val"})]),
     ("nested", NESTED, "struct<d:date,amount:decimal(3,2),label:string>",
-     "named_struct('d', CAST({c}.d AS STRING), 'amount', CAST({c}.amount AS STRING), 'label', {c}.label)",
+     ("IF({c} IS NULL, NULL, named_struct('d', CAST({c}.d AS STRING), 'amount', CAST({c}.amount AS STRING), "
+      "'label', {c}.label))"),
      [({"d": 17109, "amount": "bg==", "label": "x"}, {"d": "2016-11-04", "amount": "1.10", "label": "x"})]),
     ("small", {"type": "int16"}, "smallint", "{c}", [(-32768, -32768)]),
     ("tiny", {"type": "int8"}, "tinyint", "{c}", [(127, 127)]),
@@ -129,37 +137,54 @@ CASES = [
 ]
 
 
-def test_every_logical_type_decodes(lake):
-    columns = [("id", {"type": "int32"})] + [(name, schema) for name, schema, *_ in CASES]
+def _land(lake, cases):
+    """One snapshot event per value; returns {id: {column: expected read-back}} and the view's name."""
+    columns = [("id", {"type": "int32"})] + [(name, schema) for name, schema, *_ in cases]
     topic = Topic("pg.public.types", columns, ["id"])
-    events, expected, where = [], {}, {}
-    for name, _, _, _, values in CASES:
+    events, expected = [], {}
+    for name, _, _, _, values in cases:
         for wire, value in values:
             id_ = len(events) + 1
             events.append(topic.event("r", {"id": id_, name: wire}, 100 + id_))
             expected[id_] = {name: value}
-            where[id_] = name
     lake.write(events)
     lake.land()
+    return expected, f"`{lake.database}`.`public_types`"
 
-    view = f"`{lake.database}`.`public_types`"
+
+def _read_back(lake, view, cases):
+    select = ", ".join(f"{expr.format(c=f'`{name}`')} AS `{name}`" for name, _, _, expr, _ in cases)
+    rows = lake.rows(f"SELECT id, {select} FROM {view}")
+    return {r["id"]: {k: v for k, v in r.items() if k != "id"} for r in rows}
+
+
+def test_every_logical_type_decodes(lake):
+    expected, view = _land(lake, CASES)
     types = dict(lake.spark.table(view).dtypes)
     assert {name: types[name] for name, *_ in CASES} == {name: kind for name, _, kind, *_ in CASES}
-
-    select = ", ".join(f"{expr.format(c=f'`{name}`')} AS `{name}`" for name, _, _, expr, _ in CASES)
-    rows = lake.rows(f"SELECT id, {select} FROM {view}")
-    actual = {r["id"]: {k: v for k, v in r.items() if k != "id"} for r in rows}
     # each row holds its one value and nothing else (to_json leaves nulls out)
-    assert actual == expected
+    assert _read_back(lake, view, CASES) == expected
+
+
+def test_negative_decimals_with_38_digits_land(lake):
+    cases = [
+        ("dec_38_0", decimal(38, 0), "decimal(38,0)", AS_STRING,
+         [(_wire("-" + "9" * 38, 0), "-" + "9" * 38), (_wire("-" + "1" * 38, 0), "-" + "1" * 38)]),
+        ("dec_38_38", decimal(38, 38), "decimal(38,38)", AS_STRING,
+         [(_wire("-0." + "9" * 38, 38), "-0." + "9" * 38)]),
+    ]
+    expected, view = _land(lake, cases)
+    assert _read_back(lake, view, cases) == expected
 
 
 def test_cases_follow_the_shared_encodings():
     """The wire values above are those of the shared encodings file, and decimal_wire agrees with it."""
     shared = json.loads(Path(TYPES).read_text())
-    assert shared["decimal_precise_NUMERIC(3,2)"]["json"] == "bg==" == decimal_wire("1.10", 2)
-    assert shared["decimal_precise_NUMERIC(6,4)"]["json"] == "A2P4" == decimal_wire("22.2200", 4)
-    assert shared["decimal_precise_MONEY"]["json"] == "AeIT" == decimal_wire("1234.11", 2)
-    assert shared["decimal_precise_MONEY"]["negative_-1234.11"] == "/h3t" == decimal_wire("-1234.11", 2)
+    assert shared["decimal_precise_NUMERIC(3,2)"]["json"] == "bg==" == _wire("1.10", 2)
+    assert _wire("9" * 38, 0) == "SztMqFqGxHoJiiI//////w==" and _wire("-1", 0) == "/w=="
+    assert shared["decimal_precise_NUMERIC(6,4)"]["json"] == "A2P4" == _wire("22.2200", 4)
+    assert shared["decimal_precise_MONEY"]["json"] == "AeIT" == _wire("1234.11", 2)
+    assert shared["decimal_precise_MONEY"]["negative_-1234.11"] == "/h3t" == _wire("-1234.11", 2)
     assert shared["variable_scale_decimal_unconstrained_NUMERIC"]["json"] == {"scale": 4, "value": "AYr3"} == _vsd("10.1111")
     assert shared["io.debezium.time.Date"]["json"] == 17109
     assert shared["io.debezium.time.Time (TIME(1..3), adaptive)"]["json"] == 49890123
@@ -174,3 +199,15 @@ def test_cases_follow_the_shared_encodings():
     assert shared["io.debezium.data.geometry.Point (PG POINT)"]["json"]["wkb"] == "AQEAAAAAAAAAAADwPwAAAAAAAPA/"
     assert shared["BYTEA (binary.handling.mode=bytes default)"]["json"] == "AQID"
     assert shared["PG arrays"]["json"] == [1, 2, 3]
+
+
+def test_negative_decimals_with_35_to_37_digits(lake):
+    cases = [
+        ("dec_38_0", decimal(38, 0), "decimal(38,0)", AS_STRING,
+         [(_wire("-" + "9" * 35, 0), "-" + "9" * 35), (_wire("-" + "9" * 37, 0), "-" + "9" * 37),
+          (_wire("-1234567890123456789012345678901234567", 0), "-1234567890123456789012345678901234567")]),
+        ("dec_38_10", decimal(38, 10), "decimal(38,10)", AS_STRING,
+         [(_wire("-1234567890123456789012345.6789012345", 10), "-1234567890123456789012345.6789012345")]),
+    ]
+    expected, view = _land(lake, cases)
+    assert _read_back(lake, view, cases) == expected

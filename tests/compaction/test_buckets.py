@@ -1,0 +1,103 @@
+"""Incremental compaction: only the buckets the pending increments touch are rewritten; the others are
+carried forward as they are, file for file (DESIGN "Incremental compaction")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.support.debezium import INT, TEXT, Topic
+
+T = "public_items"
+BUCKETS = 8
+KEYS = range(1, 201)
+
+
+def table_dir(lake) -> Path:
+    return lake.tmp / "warehouse" / lake.database / T
+
+
+def bucket_locations(lake) -> dict[int, str]:
+    """Where the metastore's `<t>_base` partitions point, per bucket."""
+    name = f"`{lake.database}`.`{T}_base`"
+    buckets = [int(r[0].split("=")[1]) for r in lake.spark.sql(f"SHOW PARTITIONS {name}").collect()]
+    locations = {}
+    for bucket in buckets:
+        rows = lake.spark.sql(f"DESCRIBE FORMATTED {name} PARTITION (__bucket = {bucket})").collect()
+        locations[bucket] = next(r.data_type for r in rows if r.col_name == "Location")
+    return locations
+
+
+def files_of(lake, version: int) -> dict[int, dict[str, int]]:
+    """bucket -> {parquet file path: modification time (ns)} under base/v=<version>."""
+    found: dict[int, dict[str, int]] = {}
+    for f in (table_dir(lake) / "base" / f"v={version}").glob("__bucket=*/*.parquet"):
+        found.setdefault(int(f.parent.name.split("=")[1]), {})[str(f)] = f.stat().st_mtime_ns
+    return found
+
+
+def bucket_of_keys(lake) -> dict[int, int]:
+    return {r["id"]: r["__bucket"] for r in lake.rows(f"SELECT id, __bucket FROM `{lake.database}`.`{T}_base`")}
+
+
+def view_state(lake) -> dict[int, str]:
+    return {r["id"]: r["name"] for r in lake.view(T)}
+
+
+def test_second_compaction_rewrites_only_the_touched_buckets(lake):
+    lake.configure(defaults={"buckets": BUCKETS})
+    pg = Topic("pg.public.items", [("id", INT), ("name", TEXT)], ["id"])
+    state = {i: f"n{i}" for i in KEYS}
+    lake.write([pg.event("c", {"id": i, "name": n}, 1000 + i) for i, n in state.items()])
+    lake.land()
+    assert view_state(lake) == state
+    [first] = lake.compact()
+    assert first.version == 1 and first.buckets_rewritten == BUCKETS
+    assert view_state(lake) == state
+
+    bucket = bucket_of_keys(lake)
+    assert sorted(set(bucket.values())) == list(range(BUCKETS))
+    before_files = files_of(lake, 1)
+    assert sorted(before_files) == list(range(BUCKETS))
+    assert all(loc.rstrip("/").endswith(f"/v=1/__bucket={b}") for b, loc in bucket_locations(lake).items())
+
+    # a few keys, in two buckets: an update, a delete, and an update of another key of the first bucket
+    first_bucket = [k for k in KEYS if bucket[k] == bucket[1]]
+    second_key = next(k for k in KEYS if bucket[k] != bucket[1])
+    touched_keys = [1, first_bucket[1], second_key]
+    lake.write([
+        pg.event("u", {"id": 1, "name": "n1 v2"}, 5001),
+        pg.event("d", {"id": first_bucket[1], "name": state[first_bucket[1]]}, 5002),
+        pg.event("u", {"id": second_key, "name": f"n{second_key} v2"}, 5003),
+    ])
+    lake.land()
+    state[1] = "n1 v2"
+    del state[first_bucket[1]]
+    state[second_key] = f"n{second_key} v2"
+    assert view_state(lake) == state  # during: base v1 + pending increments
+
+    [second] = lake.compact()
+    touched = {bucket[k] for k in touched_keys}
+    untouched = set(range(BUCKETS)) - touched
+    assert len(touched) == 2
+    assert second.version == 2 and second.buckets_rewritten == 2
+    assert view_state(lake) == state
+
+    # the untouched buckets' files are the very same files, not rewritten
+    after_v1 = files_of(lake, 1)
+    for b in untouched:
+        assert after_v1[b] == before_files[b]
+    assert sorted(files_of(lake, 2)) == sorted(touched)
+
+    # the metastore points the untouched buckets at v1 still, the touched ones at v2
+    locations = bucket_locations(lake)
+    assert sorted(locations) == list(range(BUCKETS))
+    for b, location in locations.items():
+        assert location.rstrip("/").endswith(f"/v={2 if b in touched else 1}/__bucket={b}"), (b, location)
+    manifest = json.loads((table_dir(lake) / "_state" / "manifests" / f"{2:012d}.json").read_text())
+    assert manifest["buckets"] == {str(b): 2 if b in touched else 1 for b in range(BUCKETS)}
+
+    # every key once in the base (the delete as a soft-deleted row), in the bucket it hashes to
+    assert sorted(bucket_of_keys(lake).items()) == sorted(bucket.items())
+    deleted = lake.rows(f"SELECT id FROM `{lake.database}`.`{T}_base` WHERE __deleted")
+    assert deleted == [{"id": first_bucket[1]}]
