@@ -156,15 +156,18 @@ class Catalog:
         """
         jvm = self.spark.sparkContext._jvm
         session_catalog = self.spark._jsparkSession.sessionState().catalog()
-        for suffix, columns in (
-            ("_base", schema.columns + list(META_COLUMNS) + list(BASE_EXTRA)),
-            ("_increments", schema.columns + list(META_COLUMNS)),
-        ):
-            ddl = ", ".join(f"`{name}` {kind}" for name, kind in columns)
-            identifier = jvm.org.apache.spark.sql.catalyst.TableIdentifier(f"{schema.table}{suffix}", jvm.scala.Some(self.database))
+        types = dict(schema.columns)
+        for suffix in ("_base", "_increments"):
+            table = f"{schema.table}{suffix}"
+            identifier = jvm.org.apache.spark.sql.catalyst.TableIdentifier(table, jvm.scala.Some(self.database))
+            current = session_catalog.getTableMetadata(identifier)
+            # keep the metastore's column order (ADD COLUMNS appends after the meta columns): Hive checks
+            # type compatibility position by position
+            data = [(f.name(), types.get(f.name(), f.dataType().sql())) for f in current.dataSchema().fields()]
+            ddl = ", ".join(f"`{name}` {kind}" for name, kind in data)
             session_catalog.alterTableDataSchema(identifier, jvm.org.apache.spark.sql.types.StructType.fromDDL(ddl))
-            self.set_properties(f"{schema.table}{suffix}", self._schema_properties(schema))
-            self.refresh(f"{schema.table}{suffix}")
+            self.set_properties(table, self._schema_properties(schema))
+            self.refresh(table)
         self.create_changes_table(schema)
         self.save_schema(schema)
         self.create_view(schema)
