@@ -25,9 +25,20 @@ class FileRange:
         return {"path": self.path, "start": self.start, "end": self.end, "size": self.size}
 
 
+def _file_path():
+    """Spark's `_metadata.file_path` in Hadoop's spelling: URI escapes decoded (a '+' stays a '+'),
+    and `file:/`, so it matches the paths the glob listed."""
+    escaped = F.regexp_replace(F.col("_metadata.file_path"), "^file:///", "file:/")
+    return F.url_decode(F.replace(escaped, F.lit("+"), F.lit("%2B")))
+
+
+def _normal(path: str) -> str:
+    return path.replace("file:///", "file:/")
+
+
 def _lines(spark: SparkSession, paths: list[str]) -> DataFrame:
     """(path, line number, line) for whole files; a file is one row, so line numbers are exact."""
-    text = spark.read.text(paths, wholetext=True).select(F.col("_metadata.file_path").alias("path"), "value")
+    text = spark.read.text(paths, wholetext=True).select(_file_path().alias("path"), "value")
     return text.select("path", F.posexplode(F.split("value", "\n", -1)).alias("line_no", "line"))
 
 
@@ -46,7 +57,7 @@ def plan(spark: SparkSession, storage: Storage, patterns: tuple[str, ...], lande
         return []
     counts = (
         spark.read.text(changed, wholetext=True)
-        .select(F.col("_metadata.file_path").alias("path"), F.split("value", "\n", -1).alias("parts"))
+        .select(_file_path().alias("path"), F.split("value", "\n", -1).alias("parts"))
         .select(
             "path",
             (F.size("parts") - 1).alias("terminated"),
@@ -65,19 +76,18 @@ def plan(spark: SparkSession, storage: Storage, patterns: tuple[str, ...], lande
 
 
 def _same_path(path: str, found: dict[str, int]) -> str:
-    """Spark's file_path and Hadoop's glob spell file: URIs differently (file:/ vs file:///)."""
+    """The glob's spelling of a path Spark read."""
     if path in found:
         return path
-    normal = path.replace("file:///", "file:/")
-    return next(p for p in found if p.replace("file:///", "file:/") == normal)
+    return next(p for p in found if _normal(p) == _normal(path))
 
 
 def read(spark: SparkSession, ranges: list[FileRange]) -> DataFrame:
     """The raw events of the planned lines: Kafka coordinates, key and payload texts, and where they came from."""
     bounds = spark.createDataFrame(
-        [(r.path.replace("file:///", "file:/"), r.start, r.end) for r in ranges], "path STRING, start INT, end INT"
+        [(_normal(r.path), r.start, r.end) for r in ranges], "path STRING, start INT, end INT"
     )
-    lines = _lines(spark, [r.path for r in ranges]).withColumn("path", F.regexp_replace("path", "^file:///", "file:/"))
+    lines = _lines(spark, [r.path for r in ranges])
     picked = lines.join(F.broadcast(bounds), "path").where(
         (F.col("line_no") >= F.col("start")) & (F.col("line_no") < F.col("end")) & (F.trim("line") != "")
     )

@@ -80,7 +80,7 @@ def test_fixture_holds_every_kind_of_event(landed):
         assert ops[needed] > 0, ops
     if landed["name"] == "postgres":
         assert ops["toast placeholder"] > 0, ops
-    assert 150 <= len(landed["lines"]) <= 600
+    assert 120 <= len(landed["lines"]) <= 600
 
 
 def test_every_line_is_landed_and_none_quarantined(landed):
