@@ -21,11 +21,13 @@ if ! "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)
 fi
 
 installed_here() {
-  "$PYTHON" - "$ROOT" <<'PY' 2>/dev/null
+  # from / so that the checkout's own folder on sys.path does not count as installed
+  (cd / && "$PYTHON" - "$ROOT" <<'PY' 2>/dev/null
 import sys, pathlib
 import lakecompact, pyspark, sqlglot, jinja2, avro, requests, pytest, hypothesis  # noqa: F401
-sys.exit(0 if pathlib.Path(lakecompact.__file__).resolve().is_relative_to(pathlib.Path(sys.argv[1]).resolve()) else 1)
+sys.exit(0 if pathlib.Path(list(lakecompact.__path__)[0]).resolve().is_relative_to(pathlib.Path(sys.argv[1]).resolve()) else 1)
 PY
+  )
 }
 
 if installed_here; then
