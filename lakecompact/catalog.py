@@ -10,7 +10,15 @@ from pyspark.sql import DataFrame, SparkSession
 from lakecompact import sql
 from lakecompact.config import Config
 from lakecompact.errors import UnknownTable
-from lakecompact.schema.model import BASE_EXTRA, BASE_PARTITION, INCREMENT_PARTITIONS, META_COLUMNS, ORDER_TYPE, ORIGINS_TYPE, TableSchema
+from lakecompact.schema.model import (
+    BASE_EXTRA,
+    BASE_PARTITION,
+    INCREMENT_PARTITIONS,
+    META_COLUMNS,
+    ORDER_TYPE,
+    ORIGINS_TYPE,
+    TableSchema,
+)
 from lakecompact.spark import warehouse_uri
 from lakecompact.storage import Storage, VersionedState
 

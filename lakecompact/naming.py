@@ -14,7 +14,7 @@ _SAFE_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _UNSAFE_CHARS = re.compile(r"[^a-z0-9_]")
 
 
-def table_for_topic(topic: str, config: "Config") -> str:
+def table_for_topic(topic: str, config: Config) -> str:
     """`server.schema.table` → `schema_table`, lower-cased, other characters → `_` (see DESIGN)."""
     for name, table in config.tables.items():
         if table.topic == topic:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -171,7 +171,7 @@ class Compactor:
                 "events_in": events_in,
                 "rows_written": rows_out,
                 "buckets_rewritten": sorted(target),
-                "created_at": datetime.now(timezone.utc).isoformat(),
+                "created_at": datetime.now(UTC).isoformat(),
             },
         )
         self.manifests.write(manifest)
@@ -190,7 +190,7 @@ class Compactor:
             return
         frame = changes.feed(
             self.spark, self.schema, self.settings.change_feed, before=before, after=after,
-            increments=increments, committed_at=datetime.now(timezone.utc).isoformat(),
+            increments=increments, committed_at=datetime.now(UTC).isoformat(),
         )
         frame.coalesce(1).write.parquet(staging)
 
@@ -206,7 +206,7 @@ class Compactor:
     def _purge_tombstones(self, rows: DataFrame) -> DataFrame:
         if self.settings.delete_mode != "hard":
             return rows
-        cutoff = datetime.now(timezone.utc) - timedelta(hours=self.settings.tombstone_retention_hours)
+        cutoff = datetime.now(UTC) - timedelta(hours=self.settings.tombstone_retention_hours)
         expired = F.col("__deleted") & F.coalesce(F.col("__landed_at") < F.lit(cutoff), F.lit(False))
         return rows.where((F.col("__op") == "t") | ~expired)
 

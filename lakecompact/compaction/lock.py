@@ -6,7 +6,7 @@ import getpass
 import os
 import socket
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from lakecompact.errors import LockHeld
 from lakecompact.storage import Storage
@@ -14,7 +14,7 @@ from lakecompact.storage import Storage
 
 @contextmanager
 def table_lock(storage: Storage, path: str, table: str):
-    owner = f"pid {os.getpid()} on {socket.gethostname()} by {getpass.getuser()} since {datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S}Z"
+    owner = f"pid {os.getpid()} on {socket.gethostname()} by {getpass.getuser()} since {datetime.now(UTC):%Y-%m-%d %H:%M:%S}Z"
     try:
         storage.write_text(path, owner, overwrite=False)
     except Exception as exc:  # Hadoop's FileAlreadyExistsException arrives as a Py4J error

@@ -30,7 +30,7 @@ class Manifest:
         }
 
     @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> "Manifest":
+    def from_json(cls, raw: dict[str, Any]) -> Manifest:
         return cls(
             raw["version"],
             {int(b): v for b, v in raw["buckets"].items()},

@@ -16,7 +16,6 @@ from lakecompact.config import SourceConfig
 from lakecompact.errors import LakecompactError
 from lakecompact.report import warn
 
-
 RAW_SCHEMA = (
     "__kafka_topic STRING, __kafka_partition INT, __kafka_offset BIGINT, key STRING, payload STRING, "
     "__origin STRING, __line_reason STRING, __line STRING, __value_bytes BINARY"
@@ -38,7 +37,7 @@ def _client_properties(spark: SparkSession, source: SourceConfig):
     props.setProperty("key.deserializer", deserializer)
     props.setProperty("value.deserializer", deserializer)
     for key, value in source.kafka_options.items():
-        props.setProperty(key[len("kafka."):] if key.startswith("kafka.") else key, value)
+        props.setProperty(key.removeprefix("kafka."), value)
     return props
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -24,8 +24,8 @@ from lakecompact.naming import table_for_topic
 from lakecompact.report import say, seconds_since, warn
 from lakecompact.schema import apply
 from lakecompact.schema.connect import Field, avro_wire, strip_wire
-from lakecompact.schema.registry import RegistryError
 from lakecompact.schema.model import META_COLUMNS, TableSchema
+from lakecompact.schema.registry import RegistryError
 from lakecompact.storage import VersionedState
 
 QUARANTINE_COLUMNS = ("__reason", "__kafka_topic", "__kafka_partition", "__kafka_offset", "key", "payload", "__origin")
@@ -86,7 +86,7 @@ class Landing:
         return intent
 
     def _plan(self, state: dict) -> dict | None:
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         intent = {"batch": state["batch"] + 1, "hour": now.strftime("%Y%m%d%H"), "landed_at": now.isoformat()}
         if self.config.source.kind == "files":
             ranges = files.plan(self.spark, self.storage, self.config.source.paths, state["files"])

@@ -73,11 +73,11 @@ class TableSchema:
         }
 
     @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> "TableSchema":
+    def from_json(cls, raw: dict[str, Any]) -> TableSchema:
         fields = tuple(Field(f["field"], {k: v for k, v in f.items() if k != "field"}) for f in raw["fields"])
         return cls(raw["table"], raw["topic"], fields, tuple(raw["key"]), raw.get("version", 1))
 
-    def merged_with(self, fields: list[Field]) -> tuple["TableSchema", list[Field]]:
+    def merged_with(self, fields: list[Field]) -> tuple[TableSchema, list[Field]]:
         """This schema with the new fields appended; columns never disappear (dropped ones read as null).
 
         Returns the merged schema and the added fields. A changed type raises SchemaError here; the

@@ -12,7 +12,13 @@ from sqlglot.optimizer.qualify import qualify
 
 from lakecompact.catalog import semantics_sql
 from lakecompact.errors import LakecompactError
-from lakecompact.schema.model import BASE_EXTRA, BASE_PARTITION, INCREMENT_PARTITIONS, META_COLUMNS, TableSchema
+from lakecompact.schema.model import (
+    BASE_EXTRA,
+    BASE_PARTITION,
+    INCREMENT_PARTITIONS,
+    META_COLUMNS,
+    TableSchema,
+)
 
 DIALECTS = ("spark", "trino", "presto", "athena")
 

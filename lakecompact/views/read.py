@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from datetime import UTC
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -15,19 +16,20 @@ from lakecompact.report import say
 
 def run_sql(spark: SparkSession, config: Config, query: str, out=sys.stdout) -> int:
     """Print the rows as JSON lines, as `DataFrame.toJSON()` writes them."""
-    spark.sql(f"USE `{config.database}`") if _database_exists(spark, config.database) else None
-    frame = spark.sql(query)
+    if spark.catalog.databaseExists(config.database):
+        spark.sql(f"USE `{config.database}`")
+    return print_json_lines(spark.sql(query), out, "row(s)")
+
+
+def print_json_lines(frame, out, noun: str) -> int:
+    """One JSON object per row, streamed from the executors a partition at a time."""
     count = 0
     for row in frame.select(F.to_json(F.struct("*"))).toLocalIterator():
         out.write(row[0] + "\n")
         count += 1
     out.flush()
-    print(f"{count} row(s)", file=sys.stderr)
+    print(f"{count} {noun}", file=sys.stderr)
     return count
-
-
-def _database_exists(spark: SparkSession, database: str) -> bool:
-    return spark.catalog.databaseExists(database)
 
 
 def status(spark: SparkSession, config: Config) -> list[dict]:
@@ -72,9 +74,9 @@ def status(spark: SparkSession, config: Config) -> list[dict]:
 def _iso(ts_ms: int | None) -> str | None:
     if ts_ms is None:
         return None
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.fromtimestamp(ts_ms / 1000, timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.fromtimestamp(ts_ms / 1000, UTC).isoformat(timespec="milliseconds")
 
 
 def print_status(rows: list[dict]) -> None:
@@ -112,10 +114,4 @@ def print_changes(spark, config, table, from_version, to_version, fmt: str, outp
         count = spark.read.parquet(output).count()
         say(f"changes {table}: {count} change(s) of versions {from_version}..{to_version or 'latest'} written to {output}")
         return count
-    count = 0
-    for row in frame.select(F.to_json(F.struct("*"))).toLocalIterator():
-        out.write(row[0] + "\n")
-        count += 1
-    out.flush()
-    print(f"{count} change(s)", file=sys.stderr)
-    return count
+    return print_json_lines(frame, out, "change(s)")
