@@ -186,8 +186,9 @@ def decode_events(
         F.col("m").isNull().alias("__not_object"),
         F.col("m.__corrupt").isNotNull().alias("__corrupt"),
         F.col("image").isNull().alias("__no_image"),
-        "key",
-        "payload",
+        # the message texts under reserved names: a source column may be called key or payload
+        F.col("key").alias("__raw_key"),
+        F.col("payload").alias("__raw_payload"),
         "__origin",
     )
     return rows.withColumn("__reason", _reason(table)).drop("__not_object", "__corrupt", "__no_image")

@@ -229,7 +229,10 @@ class Landing:
             return table, good, bad
         decoded = _union(good_parts)
         good = decoded.where(F.col("__reason").isNull()).select(*schema.column_names, *[n for n, _ in META_COLUMNS])
-        bad = _union([decoded.where(F.col("__reason").isNotNull()).select(*QUARANTINE_COLUMNS), *bad_parts])
+        rejected = decoded.where(F.col("__reason").isNotNull()).select(
+            *[F.col(f"__raw_{c}").alias(c) if c in ("key", "payload") else F.col(c) for c in QUARANTINE_COLUMNS]
+        )
+        bad = _union([rejected, *bad_parts])
         return table, good, bad
 
     def _registry(self):
