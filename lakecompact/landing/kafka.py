@@ -45,7 +45,7 @@ def _consumer(spark: SparkSession, source: SourceConfig):
     jvm = spark.sparkContext._jvm
     try:
         return jvm.org.apache.kafka.clients.consumer.KafkaConsumer(_client_properties(spark, source))
-    except Exception as exc:  # py4j wraps a missing class or a bad setting
+    except Exception as exc:  # noqa: BLE001 - py4j wraps a missing class or a bad setting
         raise KafkaUnavailable(
             "cannot create a Kafka client: expected the spark-sql-kafka-0-10 jars on the classpath "
             f"(scripts/stack/install.sh fetches them; on a cluster use --packages) and valid settings ({exc})"

@@ -58,7 +58,8 @@ def stack():
 
 
 @pytest.fixture(scope="session")
-def e2e_spark(stack):
+def e2e_spark(stack, spark):
+    """The suite's one session (Hive support, Kafka and Avro jars from tests/conftest.py)."""
     from pyspark.sql import SparkSession
 
     jars = stack.spark_kafka_jars() + stack.spark_avro_jars()

@@ -12,6 +12,7 @@ import copy
 import io
 import json
 import struct
+import uuid
 from decimal import Decimal
 
 import avro.io
@@ -25,7 +26,8 @@ from tests.support.registry_server import RegistryServer, read_avsc
 
 pytestmark = pytest.mark.e2e
 
-TOPIC = "avrosrv.inventory.customers"
+# one topic per run: Kafka's data in .stack/ outlives the stack's restarts
+TOPIC = f"avrosrv{uuid.uuid4().hex[:8]}.inventory.customers"
 
 
 def _v2(envelope: dict) -> dict:

@@ -1,7 +1,7 @@
 """Restarts: Kafka Connect killed hard in the middle of the workload, and `land` crashed in the middle of a batch.
 
-PostgreSQL and MariaDB at once (two connectors in the one Connect worker), each with `accounts` (primary key,
-TOASTed text) and `audit` (no primary key). After their snapshots a paced workload runs; as soon as its events
+PostgreSQL and MariaDB at once (two connectors in the one Connect worker): `accounts` (primary key, large
+text, TOASTed in PostgreSQL) in both, and PostgreSQL's `audit` (no primary key). After their snapshots a paced workload runs; as soon as its events
 flow into Kafka, Connect gets SIGKILL (stack.kill_connect) while the workload goes on. What reached Kafka is
 landed (a crash right after that batch's commit leaves its intent file behind) and compacted; then Connect
 restarts and Debezium sends again what it had not committed (the duplicates are counted), and more workload
