@@ -186,7 +186,7 @@ class Catalog:
         exists = self.spark.catalog.tableExists(f"{self.database}.{table}")
         versions = [int(p["__version"]) for p in self.partitions(table)] if exists else []
         if exists:
-            self.spark.sql(f"DROP TABLE `{self.database}`.`{table}`")
+            self.run("drop_table.sql.j2", table=table)  # external: the files stay
         statement = next(text for _, text in self.ddl(schema) if f"`{table}`" in text.split("(", 1)[0])
         self.spark.sql(statement)
         paths = self.paths(schema.table)
@@ -223,7 +223,7 @@ class Catalog:
 
     # -- partitions ------------------------------------------------------------------------------
     def partitions(self, table: str) -> list[dict[str, str]]:
-        rows = self.spark.sql(f"SHOW PARTITIONS `{self.database}`.`{table}`").collect()
+        rows = self.run("show_partitions.sql.j2", table=table).collect()  # metadata: one row per partition
         return [dict(part.split("=", 1) for part in row[0].split("/")) for row in rows]
 
     def add_partitions(self, table: str, partitions: list[tuple[list[tuple[str, object]], str]]) -> None:
@@ -238,7 +238,7 @@ class Catalog:
         self.run("set_partition_location.sql.j2", table=table, spec=spec, location=location)
 
     def properties(self, table: str) -> dict[str, str]:
-        rows = self.spark.sql(f"SHOW TBLPROPERTIES `{self.database}`.`{table}`").collect()
+        rows = self.run("show_tblproperties.sql.j2", table=table).collect()
         return {row[0]: row[1] for row in rows}
 
     def set_properties(self, table: str, properties: dict[str, str]) -> None:

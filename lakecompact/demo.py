@@ -64,10 +64,10 @@ def run_demo(warehouse: str | None = None) -> None:
 
 def _show(spark) -> None:
     for table, key in TABLES.items():
-        frame = spark.sql(f"SELECT * FROM lake.{table} ORDER BY {key}")
+        frame = spark.table(f"lake.{table}").orderBy(key)
         data = [c for c in frame.columns if not c.startswith("__")] + ["__op", "__position"]
         say(f"lake.{table}:")
-        rows = frame.select(*data).collect()
+        rows = frame.select(*data).limit(50).collect()  # a demo table of a few rows, printed
         widths = {c: max(len(c), *(len(_cell(r[c])) for r in rows)) if rows else len(c) for c in data}
         say("  " + " | ".join(c.ljust(widths[c]) for c in data))
         for row in rows:

@@ -123,20 +123,25 @@ class Compactor:
         bucket_count = current.bucket_count if current.buckets else self._bucket_count()
         if not keyless and current.buckets and bucket_count != self.settings.buckets:
             warn(f"{self.table}: has {bucket_count} buckets; buckets = {self.settings.buckets} applies to new tables only")
-        events_in = increments.count()
-        truncated = increments.where(F.col("__op") == "t").limit(1).count() > 0
+        bucket = F.lit(version) if keyless else F.expr(bucket_expression(self.schema, bucket_count))
+        # one pass over the increments: their count, whether a truncate is among them, the buckets they touch
+        # (at most bucket_count small ints reach the driver)
+        summary = increments.agg(
+            F.count(F.lit(1)).alias("events"),
+            F.max((F.col("__op") == "t").cast("int")).alias("truncated"),
+            F.collect_set(F.when(F.col("__op") != "t", bucket)).alias("buckets"),
+        ).first()
+        events_in, truncated = summary.events, bool(summary.truncated)
         marker = [MARKER_BUCKET] if MARKER_BUCKET in current.buckets else []
         if keyless:
             # an event delivered again must be found in any chunk; new rows go to a chunk of their own
             touched = sorted(current.buckets)
             target = {b: version for b in ([version] + [MARKER_BUCKET] if truncated else [version])}
-            bucket = F.lit(version)
         else:
-            bucket = F.expr(bucket_expression(self.schema, bucket_count))
             if truncated:
                 touched = list(range(bucket_count)) + marker
             else:
-                touched = sorted(r[0] for r in increments.select(bucket.alias("b")).distinct().collect()) + marker
+                touched = sorted(summary.buckets) + marker
             target = {b: version for b in touched if b != MARKER_BUCKET}
             if truncated:
                 target[MARKER_BUCKET] = version
@@ -156,10 +161,10 @@ class Compactor:
         rows.repartition(max(len(target), 1), "__bucket").write.partitionBy("__bucket").parquet(location)
         for b in target:
             self.storage.mkdirs(self.paths.base_bucket(version, b))
-        written = self.spark.read.schema(self._base_schema()).parquet(location)
-        rows_out = written.count()
-        live_rows = written.where(~F.col("__deleted")).count()
-        self._write_changes(version, before=base, after=self._read_base_version(location), increments=increments)
+        written = self._read_base_version(location)
+        counts = written.agg(F.count(F.lit(1)).alias("rows"), F.count(F.when(~F.col("__deleted"), 1)).alias("live")).first()
+        rows_out, live_rows = counts.rows, counts.live
+        self._write_changes(version, before=base, after=written, increments=increments)
         buckets = {} if keyless and truncated else dict(current.buckets)
         buckets.update(target)
         manifest = Manifest(

@@ -8,6 +8,7 @@ from datetime import UTC
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from lakecompact import sql
 from lakecompact.catalog import Catalog
 from lakecompact.compaction.compact import VERSION_PROPERTY
 from lakecompact.config import Config
@@ -17,7 +18,7 @@ from lakecompact.report import say
 def run_sql(spark: SparkSession, config: Config, query: str, out=sys.stdout) -> int:
     """Print the rows as JSON lines, as `DataFrame.toJSON()` writes them."""
     if spark.catalog.databaseExists(config.database):
-        spark.sql(f"USE `{config.database}`")
+        sql.run(spark, "use_database.sql.j2", database=config.database)
     return print_json_lines(spark.sql(query), out, "row(s)")
 
 

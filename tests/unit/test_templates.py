@@ -52,6 +52,10 @@ def contexts() -> dict[str, dict]:
         "appended_rows.sql.j2": semantics_context(KEYLESS, base="b", increments="i", live_only=True),
         "change_net.sql.j2": {"before": "b", "after": "a", "key": ["id"], "columns": SCHEMA.column_names},
         "change_events.sql.j2": {**semantics, "live_only": False},
+        "show_partitions.sql.j2": {"database": "db", "table": "orders_base"},
+        "show_tblproperties.sql.j2": {"database": "db", "table": "orders_base"},
+        "drop_table.sql.j2": {"database": "db", "table": "orders_changes"},
+        "use_database.sql.j2": {"database": "db"},
     }
 
 
@@ -65,7 +69,8 @@ def test_template_parses(template, dialect):
     rendered = sql.render(template, **contexts()[template])
     parsed = sqlglot.parse_one(rendered, read=dialect)
     assert parsed is not None
-    if template not in ("add_partitions.sql.j2", "drop_partitions.sql.j2", "set_partition_location.sql.j2"):
+    if template not in ("add_partitions.sql.j2", "drop_partitions.sql.j2", "set_partition_location.sql.j2",
+                        "show_partitions.sql.j2", "show_tblproperties.sql.j2", "use_database.sql.j2"):
         # sqlglot understands these fully; the partition statements it keeps as commands
         assert not isinstance(parsed, exp.Command), f"{template} parsed only as an opaque command"
 
