@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakecompact import sql
-from lakecompact.catalog import semantics_context
+from lakecompact.catalog import semantics_context, semantics_sql
 from lakecompact.schema.model import TableSchema
 
 CHANGE_PARTITION = ("__version", "BIGINT")
@@ -35,17 +35,24 @@ def change_columns(schema: TableSchema) -> list[tuple[str, str]]:
 
 def net_changes(spark: SparkSession, schema: TableSchema, before: DataFrame, after: DataFrame) -> DataFrame:
     """Per key: live row in `before` (base N-1) against the row in `after` (base N, tombstones included)."""
-    query = sql.render("change_net.sql.j2", before="{before}", after="{after}", key=list(schema.key),
-                       columns=schema.column_names)
-    sql.parse_check(query, "change_net.sql.j2")
-    return spark.sql(query, before=before, after=after)
+    context = {"before": "{before}", "after": "{after}", "key": list(schema.key), "columns": schema.column_names}
+    return _query(spark, "change_net.sql.j2", context, before=before, after=after)
 
 
 def event_changes(spark: SparkSession, schema: TableSchema, base: DataFrame, increments: DataFrame) -> DataFrame:
-    context = semantics_context(schema, base="{base}", increments="{increments}", live_only=False)
-    query = sql.render("change_events.sql.j2", **context)
-    sql.parse_check(query, "change_events.sql.j2")
-    return spark.sql(query, base=base, increments=increments)
+    """Every applied event in source order; `base` is base N-1 (the buckets the increments touch)."""
+    relations = {"base": "{base}", "increments": "{increments}"}
+    late = _query(spark, "late_events.sql.j2", {**relations, "key": list(schema.key)}, base=base, increments=increments)
+    repaired = spark.sql(semantics_sql(schema, base="{base}", increments="{late}", live_only=False), base=base, late=late)
+    context = semantics_context(schema, **relations, live_only=False, repaired="{repaired}")
+    return _query(spark, "change_events.sql.j2", context, base=base, increments=increments, repaired=repaired)
+
+
+def _query(spark: SparkSession, template: str, context: dict, **relations: DataFrame) -> DataFrame:
+    """One template, parse-checked, over DataFrames bound to its `{name}` relations."""
+    query = sql.render(template, **context)
+    sql.parse_check(query, template)
+    return spark.sql(query, **relations)
 
 
 def appended_changes(schema: TableSchema, new_rows: DataFrame) -> DataFrame:

@@ -18,6 +18,7 @@ def _history(topic):
         topic.event("c", _row(2, "two", 2), 110),
         topic.event("c", _row(3, "three", 3), 120),
         topic.event("u", _row(1, "one", 10), 130),
+        topic.event("u", _row(6, PLACEHOLDER, 6), 150),       # TOAST with nothing known yet: note unknown
     ]
     second = [
         topic.event("u", _row(1, PLACEHOLDER, 11), 200),      # TOAST: note stays "one"
@@ -27,6 +28,8 @@ def _history(topic):
         topic.event("c", _row(5, "five", 5), 240),             # insert
         topic.event("u", _row(3, "three", 3), 120 - 1),        # late: older than the base row, discarded
         topic.event("c", _row(1, "one", 1), 100),              # duplicate of an applied event, discarded
+        topic.event("c", _row(6, "six", 5), 140),              # late, but it knows the note: repairs key 6
+        topic.event("u", _row(6, PLACEHOLDER, 7), 250),
     ]
     return first, second
 
@@ -53,20 +56,26 @@ def test_net_and_event_feeds(lake):
         (1, "i", 2, None, _row(2, "two", 2)),
         (1, "i", 3, None, _row(3, "three", 3)),
         (1, "i", 1, None, _row(1, "one", 10)),
+        (1, "i", 6, None, {"id": 6, "qty": 6}),
         (2, "u", 1, _row(1, "one", 10), _row(1, "one", 11)),
         (2, "d", 2, _row(2, "two", 2), None),
         (2, "i", 5, None, _row(5, "five", 5)),
+        (2, "u", 6, {"id": 6, "qty": 6}, _row(6, "six", 7)),
     ]
     assert _feed(lake, "public_ev") == [
         (1, "i", 1, None, _row(1, "one", 1)),
         (1, "i", 2, None, _row(2, "two", 2)),
         (1, "i", 3, None, _row(3, "three", 3)),
         (1, "u", 1, _row(1, "one", 1), _row(1, "one", 10)),
+        (1, "i", 6, None, {"id": 6, "qty": 6}),
+        # the late insert of key 6 is not an event of version 2, but its note repairs the row first
+        (2, "u", 6, {"id": 6, "qty": 6}, _row(6, "six", 6)),
         (2, "u", 1, _row(1, "one", 10), _row(1, "one", 11)),
         (2, "d", 2, _row(2, "two", 2), None),
         (2, "i", 4, None, _row(4, "four", 4)),
         (2, "d", 4, _row(4, "four", 4), None),
         (2, "i", 5, None, _row(5, "five", 5)),
+        (2, "u", 6, _row(6, "six", 6), _row(6, "six", 7)),
     ]
 
     # replaying the net feed from version 0 onto an empty table gives the current base
@@ -84,4 +93,4 @@ def test_net_and_event_feeds(lake):
     assert {v for v, *_ in _feed(lake, "public_net")} == {1}
     lake.compact("public_net")
     feed = _feed(lake, "public_net")
-    assert [v for v, *_ in feed].count(2) == 3 and {v for v, *_ in feed} == {1, 2}
+    assert [v for v, *_ in feed].count(2) == 4 and {v for v, *_ in feed} == {1, 2}
