@@ -266,6 +266,7 @@ def semantics_context(schema: TableSchema, *, base: str, increments: str, live_o
         "order_type": ORDER_TYPE,
         "live_only": live_only,
         "new_rows_only": False,
+        "dialect": "spark",
         **extra,
     }
 

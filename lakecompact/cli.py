@@ -38,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     schema.add_argument("--topic", help="only this topic")
     schema.add_argument("--dry-run", action="store_true", help="print the DDL, change nothing")
     views = commands.add_parser("views", help="print each table's read view in another engine's SQL dialect")
-    views.add_argument("--dialect", default="trino", help="trino, presto, athena or spark")
+    views.add_argument("--dialect", default="trino", help="trino, presto, athena, hive or spark")
     views.add_argument("--table", action="append", help="only this table (repeatable)")
     demo = commands.add_parser("demo", help="land, compact and query the events shipped in examples/")
     demo.add_argument("--warehouse", help="where the demo lake goes (default: ./.demo/warehouse, emptied first)")

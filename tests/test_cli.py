@@ -11,6 +11,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+import sqlglot
 
 from tests.support.debezium import DATE, INT, TEXT, Topic, decimal, decimal_wire, write_kcat
 
@@ -77,6 +78,13 @@ def test_land_compact_sql_status(tmp_path):
     assert row["base_version"] == 1
     assert (row["base_rows"], row["live_rows"]) == (3, 2)  # key 3 kept as a soft-deleted row
     assert (row["pending_batches"], row["pending_events"], row["quarantined"]) == (0, 0, 0)
+
+    for dialect in ("hive", "trino"):
+        views = lakecompact(config, "views", "--dialect", dialect)
+        assert views.returncode == 0, views.stderr
+        [statement] = [s for s in sqlglot.parse(views.stdout, read=dialect) if s]
+        assert statement.sql(dialect=dialect).startswith("CREATE OR REPLACE VIEW")
+        assert statement.this.sql(dialect="spark") == "lake.public_items", views.stdout[:200]
 
 
 @pytest.mark.parametrize(

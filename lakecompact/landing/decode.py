@@ -14,7 +14,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakecompact.errors import SchemaError
-from lakecompact.schema.connect import Field, decode, is_placeholder, row_fields, schema_hash
+from lakecompact.schema.connect import Field, decode, is_placeholder, lost_inside, row_fields, schema_hash
 from lakecompact.schema.model import META_COLUMNS, TableSchema
 
 # The columns every raw event has, whatever the source (files or Kafka).
@@ -134,7 +134,11 @@ def decode_events(
     placeholder: str,
     landed_at: str,
 ) -> DataFrame:
-    """Split events of one table and one message shape into rows; the `__reason` column is set for bad ones."""
+    """Split events of one table and one message shape into rows; the `__reason` column is set for bad ones.
+
+    Decoding never raises: a value that does not fit its column's type (a DECIMAL(65,30) value of 1e8 in
+    DECIMAL(38,30), say) decodes to NULL, and the row's reason names each such column (`_unfit`).
+    """
     fields = list(shape.fields) or list(table.fields)
     wire_row = [(f.name, f.wire_type) for f in fields]
     if shape.kind == "envelope":
@@ -163,6 +167,7 @@ def decode_events(
     present = {f.name: f for f in fields}
     columns: list[Column] = []
     toast_checks: list[str] = []
+    unfit: list[Column] = []
     for field in table.fields:
         name = field.name
         if name not in present:
@@ -174,9 +179,11 @@ def decode_events(
         if check:
             toast_checks.append(f"IF({check}, '{name}', NULL)")
             value = f"IF({check}, NULL, {value})"
-        if name in table.key and key_wire:
+        keyed = name in table.key and bool(key_wire)
+        if keyed:
             value = f"coalesce({value}, {decode(f'k.`{name}`', wire_schema)})"
-        columns.append(F.expr(f"CAST({value} AS {field.table_type})").alias(name))
+        columns.append(F.expr(f"try_cast({value} AS {field.table_type})").alias(name))
+        unfit.append(_unfit(name, field.table_type, wire_schema, toastable=bool(check), keyed=keyed))
     toast = f"filter(array({', '.join(toast_checks)}), x -> x IS NOT NULL)" if toast_checks else "CAST(array() AS ARRAY<STRING>)"
     meta["__toast"] = F.expr(toast)
     meta["__landed_at"] = F.to_timestamp(F.lit(landed_at))
@@ -190,8 +197,32 @@ def decode_events(
         F.col("key").alias("__raw_key"),
         F.col("payload").alias("__raw_payload"),
         "__origin",
+        # the wire values, for the check over the decoded columns in the next step (not decoded twice)
+        F.col("image").alias("__image"),
+        (F.col("k") if key_wire else F.lit(None)).alias("__key"),
     )
-    return rows.withColumn("__reason", _reason(table)).drop("__not_object", "__corrupt", "__no_image")
+    # array_join, not concat_ws: Spark (4.2+) counts it as expensive, so a filter on `__reason` stays above
+    # this step rather than being pushed below it with every decoding inlined (and so computed twice)
+    rows = rows.withColumn("__unfit", F.array_join(F.array(*unfit), "; ") if unfit else F.lit(""))
+    return rows.withColumn("__reason", _reason(table)).drop(
+        "__not_object", "__corrupt", "__no_image", "__image", "__key", "__unfit"
+    )
+
+
+def _unfit(name: str, table_type: str, wire: dict[str, Any], *, toastable: bool, keyed: bool) -> Column:
+    """The reason text when the column's wire value (not the TOAST placeholder; or, for a key column, the
+    message key's value) is there but its decoded value, or a part of it, is NULL; else NULL."""
+    present = f"__image.`{name}` IS NOT NULL"
+    if toastable:
+        present += f" AND NOT array_contains(__toast, '{name}')"
+    if keyed:
+        present = f"({present}) OR __key.`{name}` IS NOT NULL"
+    lost = f"`{name}` IS NULL"
+    inner = lost_inside(f"__image.`{name}`", f"`{name}`", wire)
+    if inner:
+        lost += f" OR ({inner})"
+    reason = F.lit(f"value of column {name} does not fit {table_type}")
+    return F.when(F.expr(f"coalesce(({present}) AND ({lost}), false)"), reason)
 
 
 def _envelope_meta() -> dict[str, Column]:
@@ -270,6 +301,7 @@ def _reason(table: TableSchema) -> Column:
         .when(op.isNull(), F.lit("no op in the event"))
         .when(~op.isin(*OPS), F.concat(F.lit("unknown op '"), op, F.lit("'")))
         .when(op.isin("c", "r", "u") & F.col("__no_image"), F.concat(F.lit("op "), op, F.lit(" without an after image")))
+        .when(F.col("__unfit") != "", F.col("__unfit"))
         .when((op != "t") & key_missing, F.lit(f"missing key: expected values for key columns {key_list}"))
     )
 

@@ -23,7 +23,7 @@ from lakecompact.landing import decode, files
 from lakecompact.naming import table_for_topic
 from lakecompact.report import say, seconds_since, warn
 from lakecompact.schema import apply
-from lakecompact.schema.connect import Field, avro_wire, strip_wire
+from lakecompact.schema.connect import Field, avro_reader_schema, avro_wire, strip_wire
 from lakecompact.schema.model import META_COLUMNS, TableSchema
 from lakecompact.schema.registry import RegistryError
 from lakecompact.storage import VersionedState
@@ -208,7 +208,7 @@ class Landing:
                 bad_parts.append(_with_reason(selected, error))
                 continue
             if group.value_schema_hash and group.value_schema_hash.startswith(decode.AVRO_PREFIX):
-                selected = decode.from_avro_json(selected, json.dumps(self._writer_schema(group)))
+                selected = decode.from_avro_json(selected, json.dumps(avro_reader_schema(self._writer_schema(group))))
             if shape.kind == "skip":
                 bad_parts.append(_with_reason(selected, "not a row event of a table"))
                 continue

@@ -2,7 +2,9 @@
 
 A field has two types here: the *wire* type that `from_json` reads the JSON value as (a Connect Decimal
 is a base64 string on the wire), and the *table* type it is stored as (DECIMAL(p,s)). `decode()` builds
-the Spark SQL expression that turns the one into the other, so decoding stays inside Spark.
+the Spark SQL expression that turns the one into the other, so decoding stays inside Spark. It never
+raises, not even under ANSI mode: a value that does not fit its table type decodes to NULL, which
+`lost_inside()` (and the caller's own null check) then finds.
 """
 
 from __future__ import annotations
@@ -40,9 +42,9 @@ _TIME_MICROS_FACTOR = {  # time of day, as a multiplier (or divisor when negativ
     "io.debezium.time.MicroTime": 1,
     "io.debezium.time.NanoTime": -1000,
 }
-_TIMESTAMP = {
-    "io.debezium.time.Timestamp": "timestamp_millis({e})",
-    "org.apache.kafka.connect.data.Timestamp": "timestamp_millis({e})",
+_TIMESTAMP = {  # timestamp_millis raises on overflow; try_multiply gives NULL instead
+    "io.debezium.time.Timestamp": "timestamp_micros(try_multiply({e}, 1000))",
+    "org.apache.kafka.connect.data.Timestamp": "timestamp_micros(try_multiply({e}, 1000))",
     "io.debezium.time.MicroTimestamp": "timestamp_micros({e})",
     "io.debezium.time.NanoTimestamp": "timestamp_micros({e} div 1000)",
 }
@@ -119,17 +121,40 @@ def table_type(schema: dict[str, Any]) -> str:
 AVRO_TYPED = {DECIMAL: "DECIMAL", "org.apache.kafka.connect.data.Date": "DATE", "org.apache.kafka.connect.data.Timestamp": "TIMESTAMP"}
 
 
+# Spark's from_avro refuses a decimal wider than 38 digits, and AvroConverter writes 64 when Connect gave no
+# precision (PostgreSQL money, MySQL DECIMAL(65,s)): those are read as plain bytes, decoded like JsonConverter's.
+SPARK_MAX_PRECISION = 38
+
+
 def avro_wire(schema: dict[str, Any]) -> dict[str, Any]:
     """Mark the types that Avro (through Spark's from_avro and to_json) carries as typed text, not as
     JsonConverter's encodings: decimals as numbers, Connect dates and timestamps as ISO strings."""
     out = dict(schema)
-    if out.get("name") in AVRO_TYPED:
+    wide = int(out.get("parameters", {}).get("connect.decimal.precision", 64)) > SPARK_MAX_PRECISION
+    if out.get("name") in AVRO_TYPED and not (out.get("name") == DECIMAL and wide):
         out["wire"] = "avro"
     for key in ("items", "keys", "values"):
         if isinstance(out.get(key), dict):
             out[key] = avro_wire(out[key])
     if "fields" in out:
         out["fields"] = [avro_wire(f) for f in out["fields"]]
+    return out
+
+
+def avro_reader_schema(writer: Any) -> Any:
+    """The writer's Avro schema with decimals wider than Spark's 38 digits as plain bytes (see avro_wire)."""
+    if isinstance(writer, list):
+        return [avro_reader_schema(branch) for branch in writer]
+    if not isinstance(writer, dict):
+        return writer
+    if writer.get("logicalType") == "decimal" and int(writer.get("precision", 0)) > SPARK_MAX_PRECISION:
+        return {k: v for k, v in writer.items() if k not in ("logicalType", "precision", "scale")}
+    out = dict(writer)
+    for key in ("type", "items", "values"):
+        if isinstance(out.get(key), (dict, list)):
+            out[key] = avro_reader_schema(out[key])
+    if isinstance(out.get("fields"), list):
+        out["fields"] = [avro_reader_schema(f) for f in out["fields"]]
     return out
 
 
@@ -178,19 +203,22 @@ def _let(expression: str, body) -> str:
 
 
 def decode(expression: str, schema: dict[str, Any]) -> str:
-    """Spark SQL turning the wire value `expression` into the table type of `schema`."""
+    """Spark SQL turning the wire value `expression` into the table type of `schema` (NULL: it does not fit)."""
     name, kind = schema.get("name"), schema.get("type")
     if schema.get("wire") == "avro":
         return f"try_cast({expression} AS {table_type(schema)})"
     if name == DECIMAL:
         scale = int(schema.get("parameters", {}).get("scale", 0))
-        unscaled = _unscaled_from_base64(expression)
-        return f"CAST({_with_scale(unscaled, str(scale))} AS {table_type(schema)})"
+        text = _with_scale(_unscaled_from_base64(expression), str(scale))
+        return _exact_decimal(text, table_type(schema), scale)  # the table keeps the scale: no rounding check
     if name == VARIABLE_SCALE_DECIMAL:
         return _let(
             expression,
-            lambda v: f"CAST({_with_scale(_unscaled_from_base64(f'{v}.`value`'), f'{v}.`scale`')} "
-            f"AS {VARIABLE_SCALE_DECIMAL_TYPE})",
+            lambda v: _exact_decimal(
+                _with_scale(_unscaled_from_base64(f"{v}.`value`"), f"{v}.`scale`"),
+                VARIABLE_SCALE_DECIMAL_TYPE,
+                None,
+            ),
         )
     if name in _DATE:
         return f"date_from_unix_date({expression})"
@@ -203,7 +231,7 @@ def decode(expression: str, schema: dict[str, Any]) -> str:
     if name == ZONED_TIMESTAMP:
         return f"try_cast({expression} AS TIMESTAMP)"
     if kind == "bytes":
-        return f"unbase64({expression})"
+        return _from_base64(expression)
     if kind in _PRIMITIVE:
         return expression
     if kind == "array":
@@ -233,14 +261,19 @@ def _unscaled_from_base64(expression: str) -> str:
         acc, i = _var(), _var()
         negative = f"(length({h}) > 0 AND conv(substr({h}, 1, 1), 16, 10) >= 8)"
         digit = f"CAST(conv(substr({h}, {i}, 1), 16, 10) AS INT)"
+        # more than 38 digits overflow: the try_ forms make that NULL (and keep it NULL) instead of raising
+        nibble = f"IF({i} > length({h}), 0, IF({negative}, 15 - {digit}, {digit}))"
         fold = (
             f"aggregate(sequence(1, greatest(length({h}), 1)), CAST(0 AS DECIMAL(38,0)), ({acc}, {i}) -> "
-            f"CAST({acc} * 16 + IF({i} > length({h}), 0, IF({negative}, 15 - {digit}, {digit})) AS DECIMAL(38,0)))"
+            f"try_cast(try_add(try_multiply({acc}, 16), {nibble}) AS DECIMAL(38,0)))"
         )
         # -(complement + 1), written so no intermediate needs a 39th digit
-        return f"IF({negative}, CAST(CAST(0 AS DECIMAL(38,0)) - {fold} AS DECIMAL(38,0)) - CAST(1 AS DECIMAL(1,0)), {fold})"
+        return (
+            f"IF({negative}, try_subtract(CAST(CAST(0 AS DECIMAL(38,0)) - {fold} AS DECIMAL(38,0)), "
+            f"CAST(1 AS DECIMAL(1,0))), {fold})"
+        )
 
-    return _let(f"hex(unbase64({expression}))", digits)
+    return _let(f"hex({_from_base64(expression)})", digits)
 
 
 def _with_scale(unscaled: str, scale: str) -> str:
@@ -258,6 +291,68 @@ def _with_scale(unscaled: str, scale: str) -> str:
         return _let(f"CAST(IF({u} < 0, CAST(0 AS DECIMAL(38,0)) - {u}, {u}) AS STRING)", lambda a: _let(f"lpad({a}, greatest(length({a}), {scale} + 1), '0')", with_point))
 
     return _let(unscaled, text)
+
+
+def _from_base64(expression: str) -> str:
+    """Base64 text → bytes; NULL for text that is not base64 (unbase64 raises on it)."""
+    return f"try_to_binary({expression}, 'base64')"
+
+
+def _exact_decimal(text: str, decimal_type: str, text_scale: int | None) -> str:
+    """An exact decimal string as `decimal_type`, or NULL when it does not fit: too many integer digits, or
+    non-zero digits past the type's scale, which a cast would round away. `text_scale`: the string's number of
+    decimal places when known in advance (None: it varies per value)."""
+    scale = int(decimal_type.rstrip(")").split(",")[1])
+    cast = f"try_cast({{t}} AS {decimal_type})"
+    if text_scale is not None and text_scale <= scale:
+        return cast.format(t=text)  # nothing to round away
+    return _let(text, lambda t: f"IF({t} RLIKE '[.][0-9]{{{scale}}}[0-9]*[1-9]', NULL, {cast.format(t=t)})")
+
+
+_LOSSY = {DECIMAL, VARIABLE_SCALE_DECIMAL, ZONED_TIMESTAMP, *_TIMESTAMP}  # decode() may give NULL for these
+
+
+def _can_lose(schema: dict[str, Any]) -> bool:
+    """Whether decode() can turn a non-null wire value of this schema (or a part of it) into NULL."""
+    name, kind = schema.get("name"), schema.get("type")
+    if schema.get("wire") == "avro" or kind == "bytes" or name in _LOSSY:
+        return True
+    if kind == "array":
+        return _can_lose(schema["items"])
+    if kind == "map":
+        return _can_lose(schema["values"])
+    if kind == "struct":
+        return any(_can_lose(f) for f in schema.get("fields", []))
+    return False
+
+
+def lost_inside(wire: str, decoded: str, schema: dict[str, Any]) -> str | None:
+    """A boolean SQL expression: an element, map value or struct field of the non-null `wire` value is there
+    but NULL in `decoded` (the value decode() made of it). None when nothing inside can be lost that way.
+
+    The value itself being NULL is the caller's check: only it knows which wire values count as present
+    (the TOAST placeholder does not)."""
+    name, kind = schema.get("name"), schema.get("type")
+    if schema.get("wire") == "avro" or name == VARIABLE_SCALE_DECIMAL:
+        return None
+    if kind in ("array", "map"):
+        inner = schema["items"] if kind == "array" else schema["values"]
+        if not _can_lose(inner):
+            return None
+        if kind == "map":  # transform_values and casts keep the entries in order
+            wire, decoded = f"map_values({wire})", f"map_values({decoded})"
+        w, d, lost = _var(), _var(), _var()
+        return f"exists(zip_with({wire}, {decoded}, ({w}, {d}) -> {_missing(w, d, inner)}), {lost} -> {lost})"
+    if kind == "struct":
+        fields = [(check_identifier(f["field"], "struct field"), f) for f in schema.get("fields", [])]
+        checks = [_missing(f"{wire}.`{n}`", f"{decoded}.`{n}`", f) for n, f in fields if _can_lose(f)]
+        return " OR ".join(checks) or None
+    return None
+
+
+def _missing(wire: str, decoded: str, schema: dict[str, Any]) -> str:
+    inner = lost_inside(wire, decoded, schema)
+    return f"({wire} IS NOT NULL AND ({decoded} IS NULL{f' OR {inner}' if inner else ''}))"
 
 
 def _time_of_day(micros: str) -> str:

@@ -275,3 +275,10 @@ def test_keep_versions_deletes_the_folder_of_a_version_nothing_refers_to(four_ve
     lake = four_versions
     # v2 is referred to by no kept manifest (v3 and v4): its folder goes entirely
     assert sorted(d.name for d in (table_dir(lake) / "base").iterdir()) == ["v=1", "v=3", "v=4"]
+
+
+def test_the_feed_keeps_the_versions_the_base_keeps(four_versions):
+    lake = four_versions
+    assert sorted(d.name for d in (table_dir(lake) / "changes").glob("v=*")) == ["v=3", "v=4"]
+    feed = lake.rows(f"SELECT __version, op, key.id AS id FROM `{lake.database}`.`{T}_changes` ORDER BY __version")
+    assert feed == [{"__version": 3, "op": "u", "id": 1}, {"__version": 4, "op": "u", "id": 1}]

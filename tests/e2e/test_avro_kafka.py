@@ -31,7 +31,9 @@ TOPIC = f"avrosrv{uuid.uuid4().hex[:8]}.inventory.customers"
 
 
 def _v2(envelope: dict) -> dict:
-    """The same envelope after `ALTER TABLE customers ADD COLUMN balance numeric(10,2)`."""
+    """The same envelope after `ALTER TABLE customers ADD COLUMN balance numeric(10,2), ADD COLUMN cash money`.
+
+    AvroConverter writes precision 64 for a Connect Decimal without one (money): wider than Spark's 38."""
     schema = copy.deepcopy(envelope)
     value = schema["fields"][0]["type"][1]
     value["fields"].append({
@@ -39,6 +41,13 @@ def _v2(envelope: dict) -> dict:
         "type": ["null", {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2,
                           "connect.name": "org.apache.kafka.connect.data.Decimal",
                           "connect.parameters": {"scale": "2", "connect.decimal.precision": "10"}}],
+        "default": None,
+    })
+    value["fields"].append({
+        "name": "cash",
+        "type": ["null", {"type": "bytes", "logicalType": "decimal", "precision": 64, "scale": 2,
+                          "connect.version": 1, "connect.name": "org.apache.kafka.connect.data.Decimal",
+                          "connect.parameters": {"scale": "2"}}],
         "default": None,
     })
     return schema
@@ -79,8 +88,8 @@ def test_avro_events_with_two_schema_versions_land_equal(stack, spark, tmp_path)
             _encode(v1, envelope, _event("u", row(1, "a2@x"), 120)),
             _encode(v1, envelope, _event("d", None, 130, before=row(2, "b@x"))),
             # the table gained a column: a later schema id, decoded alongside the older one
-            _encode(v2, envelope_v2, _event("c", row(3, "c@x", balance=Decimal("-12.34")), 140)),
-            _encode(v2, envelope_v2, _event("u", row(1, "a3@x", balance=Decimal("99999999.99")), 150)),
+            _encode(v2, envelope_v2, _event("c", row(3, "c@x", balance=Decimal("-12.34"), cash=Decimal("123456789012.34")), 140)),
+            _encode(v2, envelope_v2, _event("u", row(1, "a3@x", balance=Decimal("99999999.99"), cash=Decimal("-0.05")), 150)),
             b"not avro and not json",
         ]
         keys = [_encode(2, key_schema, {"id": i}) for i in (1, 2, 1, 2, 3, 1)] + [None]
@@ -98,12 +107,14 @@ def test_avro_events_with_two_schema_versions_land_equal(stack, spark, tmp_path)
         assert report.rows_out == {"inventory_customers": 6}
         assert sum(report.quarantined.values()) == 1
         expected = [
-            {"id": 1, "first_name": "F1", "last_name": "L1", "email": "a3@x", "balance": "99999999.99"},
-            {"id": 3, "first_name": "F3", "last_name": "L3", "email": "c@x", "balance": "-12.34"},
+            {"id": 1, "first_name": "F1", "last_name": "L1", "email": "a3@x", "balance": "99999999.99", "cash": "-0.05"},
+            {"id": 3, "first_name": "F3", "last_name": "L3", "email": "c@x", "balance": "-12.34",
+             "cash": "123456789012.34"},
         ]
 
         def view():
-            rows = spark.sql("SELECT id, first_name, last_name, email, CAST(balance AS STRING) AS balance "
+            rows = spark.sql("SELECT id, first_name, last_name, email, CAST(balance AS STRING) AS balance, "
+                             "CAST(cash AS STRING) AS cash "
                              "FROM avro_lake.inventory_customers ORDER BY id").collect()
             return [r.asDict() for r in rows]
 

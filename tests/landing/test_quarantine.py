@@ -15,7 +15,7 @@ def _topic() -> Topic:
     return Topic("pg.public.items", [("id", INT), ("name", TEXT), ("qty", INT)], ["id"])
 
 
-def _quarantined(lake, table: str | None) -> list[dict]:
+def quarantined(lake, table: str | None) -> list[dict]:
     catalog = Catalog(lake.spark, lake.config)
     root = catalog.paths(table).quarantine if table else f"{catalog.root}/_quarantine"
     if not catalog.storage.list_names(root):
@@ -52,7 +52,7 @@ def test_bad_events_are_quarantined_with_reasons_and_the_rest_lands(lake):
     assert report.skipped == 1
     assert lake.view(TABLE) == [{"id": 1, "name": "one", "qty": 1}, {"id": 8, "name": "eight", "qty": 8}]
 
-    stored = sorted(_quarantined(lake, TABLE), key=lambda r: int(r["__origin"].rsplit(":", 1)[1]))
+    stored = sorted(quarantined(lake, TABLE), key=lambda r: int(r["__origin"].rsplit(":", 1)[1]))
     assert [r["__origin"].rsplit("/", 1)[1] for r in stored] == [f"{path.name}:{n}" for n in (4, 5, 6, 9)]
     unknown_op, missing_key, mismatch, not_json = stored
     assert "unknown op" in unknown_op["__reason"] and "'x'" in unknown_op["__reason"]
@@ -63,7 +63,7 @@ def test_bad_events_are_quarantined_with_reasons_and_the_rest_lands(lake):
     assert [r["__kafka_topic"] for r in stored] == ["pg.public.items"] * 4
     assert [r["__kafka_offset"] for r in stored] == [2, 3, 4, 9]  # the not-JSON message was numbered last
 
-    no_topic = sorted(_quarantined(lake, None), key=lambda r: int(r["__origin"].rsplit(":", 1)[1]))
+    no_topic = sorted(quarantined(lake, None), key=lambda r: int(r["__origin"].rsplit(":", 1)[1]))
     assert [r["__origin"].rsplit(":", 1)[1] for r in no_topic] == ["2", "7", "12"]
     assert ["not a JSON object" in r["__reason"] for r in no_topic] == [True, True, False]
     assert "no topic" in no_topic[2]["__reason"]
@@ -76,7 +76,7 @@ def test_bad_events_are_quarantined_with_reasons_and_the_rest_lands(lake):
     # nothing is landed or quarantined twice on the next run
     again = lake.land()
     assert again.rows_out == {} and again.quarantined == {}
-    assert len(_quarantined(lake, TABLE)) == 4
+    assert len(quarantined(lake, TABLE)) == 4
 
 
 def test_incomplete_last_line_waits_until_completed(lake):
@@ -99,4 +99,4 @@ def test_incomplete_last_line_waits_until_completed(lake):
     assert second.rows_out == {TABLE: 1}
     assert second.quarantined == {}
     assert lake.view(TABLE) == [{"id": 1, "name": "one", "qty": 1}, {"id": 2, "name": "two", "qty": 2}]
-    assert _quarantined(lake, TABLE) == [] and _quarantined(lake, None) == []
+    assert quarantined(lake, TABLE) == [] and quarantined(lake, None) == []
