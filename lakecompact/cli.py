@@ -17,6 +17,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", "-c", help="TOML config file (see README: Configuration)")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("land", help="land every available event as one increment batch per table, then exit")
+    requeue = commands.add_parser(
+        "requeue", help="land a table's quarantined events again, once their cause is fixed (what fails again stays)"
+    )
+    requeue.add_argument("--table", required=True)
     compact = commands.add_parser("compact", help="fold pending increments into a new base version")
     compact.add_argument("--table", action="append", help="only this table (repeatable); default: every table")
     rollback = commands.add_parser("rollback", help="go back one base version; its increments become pending again")
@@ -76,6 +80,10 @@ def _run(args, config, spark) -> None:
         from lakecompact.landing.land import land
 
         land(spark, config)
+    elif args.command == "requeue":
+        from lakecompact.landing.land import land
+
+        land(spark, config, requeue=args.table.lower())
     elif args.command == "compact":
         from lakecompact.compaction.compact import compact
 

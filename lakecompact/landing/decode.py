@@ -197,6 +197,7 @@ def decode_events(
         F.col("key").alias("__raw_key"),
         F.col("payload").alias("__raw_payload"),
         "__origin",
+        "__value_bytes",  # an Avro value as it came: its text form above is not the message
         # the wire values, for the check over the decoded columns in the next step (not decoded twice)
         F.col("image").alias("__image"),
         (F.col("k") if key_wire else F.lit(None)).alias("__key"),

@@ -28,7 +28,14 @@ from lakecompact.schema.model import META_COLUMNS, TableSchema
 from lakecompact.schema.registry import RegistryError
 from lakecompact.storage import VersionedState
 
-QUARANTINE_COLUMNS = ("__reason", "__kafka_topic", "__kafka_partition", "__kafka_offset", "key", "payload", "__origin")
+# the message as it came (Avro values as bytes), so that `requeue` can land it again once the cause is fixed
+QUARANTINE_COLUMNS = (
+    "__reason", "__kafka_topic", "__kafka_partition", "__kafka_offset", "key", "payload", "__origin", "__value_bytes"
+)
+QUARANTINE_SCHEMA = (
+    "__reason STRING, __kafka_topic STRING, __kafka_partition INT, __kafka_offset BIGINT, key STRING, "
+    "payload STRING, __origin STRING, __value_bytes BINARY"
+)
 
 
 @dataclass
@@ -48,7 +55,8 @@ class Landing:
         self.state = VersionedState(self.storage, f"{self.catalog.root}/_state/land")
         self.intent_path = f"{self.catalog.root}/_state/land-intent.json"
 
-    def run(self) -> LandReport:
+    def run(self, requeue: str | None = None) -> LandReport:
+        """Land what is new at the source, or (`requeue`) what that table's quarantine holds."""
         started = time.monotonic()
         self.catalog.ensure_database()
         number, state = self.state.latest()
@@ -57,7 +65,7 @@ class Landing:
         if intent:
             say(f"land: batch {intent['batch']} was interrupted; landing the same input again")
         else:
-            intent = self._plan(state)
+            intent = self._plan_requeue(state, requeue) if requeue else self._plan(state)
             if intent is None:
                 say(f"land: nothing new to land ({seconds_since(started)})")
                 return LandReport()
@@ -66,6 +74,7 @@ class Landing:
         state = self._advance(state, intent)
         self.state.write(number + 1, state)
         self.state.prune(keep=20)
+        self._release_requeued(intent)
         self.storage.delete(self.intent_path)
         total = sum(report.rows_out.values())
         say(
@@ -80,14 +89,35 @@ class Landing:
         if not self.storage.exists(self.intent_path):
             return None
         intent = self.storage.read_json(self.intent_path)
-        if intent["batch"] <= state["batch"]:  # committed; only the intent's removal was lost
+        if intent["batch"] <= state["batch"]:  # committed; only the clean-up after it was lost
+            self._release_requeued(intent)
             self.storage.delete(self.intent_path)
             return None
         return intent
 
-    def _plan(self, state: dict) -> dict | None:
+    @staticmethod
+    def _new_intent(state: dict) -> dict:
         now = datetime.now(UTC)
-        intent = {"batch": state["batch"] + 1, "hour": now.strftime("%Y%m%d%H"), "landed_at": now.isoformat()}
+        return {"batch": state["batch"] + 1, "hour": now.strftime("%Y%m%d%H"), "landed_at": now.isoformat()}
+
+    def _plan_requeue(self, state: dict, table: str) -> dict | None:
+        """The quarantine folders of one table, to land again as a batch of their own."""
+        self.catalog.require(table)
+        root = self.catalog.paths(table).quarantine
+        folders = sorted(f"{root}/{name}" for name in self.storage.list_names(root) if name.startswith("batch="))
+        if not folders:
+            say(f"requeue {table}: its quarantine is empty")
+            return None
+        say(f"requeue {table}: landing {len(folders)} quarantined batch(es) again")
+        return {**self._new_intent(state), "requeue": {"table": table, "folders": folders}}
+
+    def _release_requeued(self, intent: dict) -> None:
+        """Once the batch is committed, the requeued folders go: what failed again is in the new batch's folder."""
+        for folder in intent.get("requeue", {}).get("folders", []):
+            self.storage.delete(folder)
+
+    def _plan(self, state: dict) -> dict | None:
+        intent = self._new_intent(state)
         if self.config.source.kind == "files":
             ranges = files.plan(self.spark, self.storage, self.config.source.paths, state["files"])
             if not ranges:
@@ -110,6 +140,11 @@ class Landing:
         return {"batch": intent["batch"], "files": landed_files, "kafka": kafka_offsets}
 
     def _read(self, intent: dict) -> DataFrame:
+        if "requeue" in intent:
+            quarantined = self.spark.read.schema(QUARANTINE_SCHEMA).parquet(*intent["requeue"]["folders"])
+            return quarantined.select(
+                *decode.RAW_COLUMNS, F.lit(None).cast("string").alias("__line_reason"), F.col("payload").alias("__line")
+            )
         if "files" in intent:
             ranges = [files.FileRange(r["path"], r["start"], r["end"], r["size"]) for r in intent["files"]]
             return files.read(self.spark, ranges)
@@ -307,6 +342,7 @@ class Landing:
             "key",
             F.col("__line").alias("payload"),
             "__origin",
+            "__value_bytes",
         )
 
     def _write_quarantine(self, table: str | None, rows: DataFrame, batch: int) -> int:
@@ -330,5 +366,5 @@ def _union(frames: list[DataFrame]) -> DataFrame:
     return result
 
 
-def land(spark: SparkSession, config: Config) -> LandReport:
-    return Landing(spark, config).run()
+def land(spark: SparkSession, config: Config, requeue: str | None = None) -> LandReport:
+    return Landing(spark, config).run(requeue)

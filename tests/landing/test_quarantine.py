@@ -100,3 +100,36 @@ def test_incomplete_last_line_waits_until_completed(lake):
     assert second.quarantined == {}
     assert lake.view(TABLE) == [{"id": 1, "name": "one", "qty": 1}, {"id": 2, "name": "two", "qty": 2}]
     assert quarantined(lake, TABLE) == [] and quarantined(lake, None) == []
+
+
+def test_requeue_lands_what_can_land_now_and_keeps_the_rest(lake):
+    """Events that came before any schema was known wait in quarantine; once one is, `requeue` lands them."""
+    schemaless = _topic()
+    schemaless.with_schema = False
+    lake.write([
+        schemaless.event("c", {"id": 1, "name": "one", "qty": 1}, 100),
+        schemaless.event("c", {"id": 2, "name": "two", "qty": 2}, 200),
+        schemaless.event("u", {"id": 1, "name": "one", "qty": 10}, 300),
+        schemaless.event("x", {"id": 3, "name": "unknown op", "qty": 3}, 350),
+    ], name="early.jsonl")
+    assert lake.land().quarantined == {TABLE: 4}
+    later = _topic()
+    later.next_offset = 4
+    lake.write([later.event("u", {"id": 2, "name": "two", "qty": 20}, 400)], name="later.jsonl")
+    assert lake.land().rows_out == {TABLE: 1}  # the table is created from this event's schema
+    assert lake.view(TABLE) == [{"id": 2, "name": "two", "qty": 20}]
+
+    report = lake.land(requeue=TABLE)
+
+    assert report.rows_out == {TABLE: 3} and report.quarantined == {TABLE: 1}
+    [still] = quarantined(lake, TABLE)
+    assert "unknown op 'x'" in still["__reason"] and still["__origin"].endswith("early.jsonl:4")
+    # older events landed later weigh by their position: key 2 keeps its newer update
+    expected = [{"id": 1, "name": "one", "qty": 10}, {"id": 2, "name": "two", "qty": 20}]
+    assert lake.view(TABLE, order="id") == expected
+    lake.compact()
+    assert lake.view(TABLE, order="id") == expected
+    assert status(lake.spark, lake.config)[0]["quarantined"] == 1
+    again = lake.land(requeue=TABLE)  # the unknown op fails again, alone
+    assert (again.rows_out, again.quarantined) == ({TABLE: 0}, {TABLE: 1})
+    assert [r["__origin"] for r in quarantined(lake, TABLE)] == [still["__origin"]]

@@ -71,3 +71,12 @@ def test_added_dropped_and_widened_columns_read_correctly_through_the_view(lake,
     assert changes == {"qty": "widened", "price": "widened", "legacy": "dropped", "email": "added"}
     assert by_table["public_items"]["classification"] == "compatible"
     assert by_table["public_other"]["classification"] == "incompatible"
+
+    # a person decides: the topic goes on in a new table; the refused events are landed there
+    lake.configure(hooks=[hook], tables={"public_other_v2": {"topic": "pg.public.other"}})
+    requeued = lake.land(requeue="public_other")
+    assert (requeued.rows_out, requeued.quarantined) == ({"public_other_v2": 1}, {})
+    assert lake.view("public_other_v2") == [{"id": 1, "code": 7}]
+    assert lake.view("public_other") == [{"id": 1, "code": "x1"}]  # the old table as it was
+    table_status = {row["table"]: row for row in status(lake.spark, lake.config)}
+    assert table_status[f"{lake.database}.public_other"]["quarantined"] == 0

@@ -39,8 +39,8 @@ class Lake:
         write_kcat(path, lines, mode)
         return path
 
-    def land(self):
-        return land(self.spark, self.config)
+    def land(self, requeue: str | None = None):
+        return land(self.spark, self.config, requeue)
 
     def compact(self, *tables: str):
         return compact(self.spark, self.config, list(tables) or None)
