@@ -172,3 +172,26 @@ def test_file_names_that_need_escaping_in_a_uri(lake, name):
     assert lake.land().rows_out == {ITEMS: 1}
     assert lake.land().batch is None
     assert lake.view(ITEMS) == [{"id": 1, "name": "one, later"}, {"id": 2, "name": "two"}]
+
+
+@pytest.mark.parametrize("crash_at", ["registering the increment", "after the state write"])
+def test_a_crashed_requeue_is_finished_by_the_next_land(lake, monkeypatch, crash_at):
+    items, _ = topics()
+    schemaless = topics()[0]
+    schemaless.with_schema = False
+    lake.write([schemaless.event("c", {"id": 1, "name": "early"}, 100)], name="early.jsonl")
+    assert lake.land().quarantined == {ITEMS: 1}  # no schema known yet
+    lake.write([items.event("c", {"id": 2, "name": "n2"}, 200)], name="later.jsonl")
+    assert lake.land().rows_out == {ITEMS: 1}
+    if crash_at == "after the state write":
+        crash_once(monkeypatch, VersionedState, "prune")
+    else:
+        crash_once(monkeypatch, Catalog, "add_partitions", registering(f"{ITEMS}_increments"))
+    with pytest.raises(Crash):
+        lake.land(requeue=ITEMS)
+
+    lake.land()  # finishes (or, if committed, clears up after) the requeue, whatever the source holds
+    catalog = Catalog(lake.spark, lake.config)
+    assert not catalog.storage.list_names(catalog.paths(ITEMS).quarantine)
+    assert offsets(lake, ITEMS) == [0, 0]  # each event once: partition 0, offset 0 of either file
+    assert lake.view(ITEMS, order="id") == [{"id": 1, "name": "early"}, {"id": 2, "name": "n2"}]
