@@ -110,7 +110,7 @@ def test_avro_events_with_two_schema_versions_land_equal(stack, spark, tmp_path)
         # the quarantine keeps the message's bytes, so that `requeue` can land it again as it came
         quarantine = Catalog(spark, config).paths("inventory_customers").quarantine
         [kept] = spark.read.parquet(quarantine).select("__value_bytes").collect()
-        assert bytes(kept.__value_bytes) == b"not avro and not json"
+        assert bytes(kept["__value_bytes"]) == b"not avro and not json"
         expected = [
             {"id": 1, "first_name": "F1", "last_name": "L1", "email": "a3@x", "balance": "99999999.99", "cash": "-0.05"},
             {"id": 3, "first_name": "F3", "last_name": "L3", "email": "c@x", "balance": "-12.34",
