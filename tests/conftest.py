@@ -14,10 +14,10 @@ _databases = itertools.count()
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
+    from pathlib import Path
+
     from lakecompact import config as config_module
     from lakecompact.spark import create_session
-
-    from pathlib import Path
 
     root = tmp_path_factory.mktemp("spark")
     # Spark's Kafka and Avro jars (scripts/stack/install.sh) on the one session, so e2e tests can share it

@@ -14,7 +14,6 @@ from sqlglot.optimizer.qualify import qualify
 
 from lakecompact.catalog import semantics_sql
 from lakecompact.errors import LakecompactError
-from lakecompact.sql import parse_check
 from lakecompact.schema.model import (
     BASE_EXTRA,
     BASE_PARTITION,
@@ -22,6 +21,7 @@ from lakecompact.schema.model import (
     META_COLUMNS,
     TableSchema,
 )
+from lakecompact.sql import parse_check
 
 DIALECTS = ("spark", "hive", "trino", "presto", "athena")
 
