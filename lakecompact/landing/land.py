@@ -32,6 +32,12 @@ from lakecompact.storage import VersionedState
 QUARANTINE_COLUMNS = (
     "__reason", "__kafka_topic", "__kafka_partition", "__kafka_offset", "key", "payload", "__origin", "__value_bytes"
 )
+UNPLACED_DELETE = (
+    "a Kafka tombstone of a flattened topic whose rows carry no delete marker: ExtractNewRecordState sent this "
+    "delete as the tombstone alone, which has no source position to order it by; configure the SMT with "
+    "delete.tombstone.handling.mode=rewrite (or rewrite-with-tombstone) and add.fields=op,source.lsn "
+    "(MySQL: op,source.file,source.pos,source.row) so that deletes land"
+)
 QUARANTINE_SCHEMA = (
     "__reason STRING, __kafka_topic STRING, __kafka_partition INT, __kafka_offset BIGINT, key STRING, "
     "payload STRING, __origin STRING, __value_bytes BINARY"
@@ -179,12 +185,13 @@ class Landing:
             by_table.setdefault(row.topic, []).append(row)
         quarantine: list[tuple[str | None, DataFrame]] = [(None, self._line_quarantine(bad_lines))]
         for topic, groups in sorted(by_table.items()):
-            report.skipped += sum(g.events - g.values for g in groups)  # Kafka tombstones
+            tombstones = sum(g.events - g.values for g in groups)  # Kafka tombstones
             outcome = self._land_topic(topic, groups, messages, intent)
             if outcome is None:
-                report.skipped += sum(g.values for g in groups)
+                report.skipped += tombstones + sum(g.values for g in groups)
                 continue
-            table, good, bad = outcome
+            table, good, bad, tombstones_kept = outcome
+            report.skipped += 0 if tombstones_kept else tombstones
             count = self._write_increment(table, good, batch, hour)
             report.rows_out[table] = report.rows_out.get(table, 0) + count
             quarantine.append((table, bad))
@@ -223,7 +230,7 @@ class Landing:
             first = next((s for _, s, _ in shapes if s is not None and s.fields), None)
             if first is None:
                 reason = "no schema known for this topic: its events carry none, and no earlier event or registry gave one"
-                return table, self._empty_rows(), _with_reason(events, reason)
+                return table, self._empty_rows(), _with_reason(events, reason), False
             key = table_config.key
             if key is None:
                 group = next(g for g, s, _ in shapes if s is first)
@@ -258,17 +265,42 @@ class Landing:
                 selected, shape, schema, table_config.toast_placeholder, intent["landed_at"]
             )
             good_parts.append(rows)
+        unplaced = self._unplaced_deletes(topic, shapes, messages)
+        if unplaced is not None:
+            bad_parts.append(unplaced)
         if not good_parts:
             good = self._empty_rows(schema)
             bad = _union(bad_parts) if bad_parts else _with_reason(events.limit(0), "")
-            return table, good, bad
+            return table, good, bad, unplaced is not None
         decoded = _union(good_parts)
         good = decoded.where(F.col("__reason").isNull()).select(*schema.column_names, *[n for n, _ in META_COLUMNS])
         rejected = decoded.where(F.col("__reason").isNotNull()).select(
             *[F.col(f"__raw_{c}").alias(c) if c in ("key", "payload") else F.col(c) for c in QUARANTINE_COLUMNS]
         )
         bad = _union([rejected, *bad_parts])
-        return table, good, bad
+        return table, good, bad, unplaced is not None
+
+    def _unplaced_deletes(self, topic: str, shapes: list, messages: DataFrame) -> DataFrame | None:
+        """The Kafka tombstones of a flattened topic whose rows carry no delete marker, or None.
+
+        ExtractNewRecordState's default sends a delete as the tombstone alone: skipping it (DESIGN) would lose the
+        delete, and it has no source position to be ordered by. So it is kept in quarantine, with what to configure.
+        """
+        if any(shape is not None and shape.kind == "envelope" for _, shape, _ in shapes):
+            return None  # envelopes carry their deletes; a tombstone only follows one
+        flat = False
+        for group, shape, _ in shapes:
+            if shape is None or shape.kind != "flat":
+                continue
+            schema = self._value_schema(group)
+            names = {f.get("field") for f in schema.get("fields", [])} if schema else set(group.value_sample or [])
+            if names & {"__deleted", "__op"}:
+                return None
+            flat = flat or bool(names)  # a value that is no JSON object shows no fields, and proves nothing
+        if not flat:
+            return None
+        tombstones = messages.where((F.col("__kafka_topic") == topic) & F.col("payload").isNull())
+        return _with_reason(tombstones, UNPLACED_DELETE)
 
     def _registry(self):
         from lakecompact.schema.registry import Registry

@@ -229,3 +229,30 @@ def test_event_forms(lake):
     assert _pick(lake.base("tutorial_customers"), CUSTOMER_COLUMNS + mysql_meta) == [
         {**row, **meta} for row, meta in zip(tutorial_rows, tutorial_expected)
     ]
+
+
+def test_tombstone_only_deletes_of_a_flattened_topic_are_kept_not_skipped(lake):
+    """ExtractNewRecordState's default (delete.tombstone.handling.mode=tombstone, no add.fields) sends a delete as
+    a Kafka tombstone alone, with no position: skipping it would lose the delete, so it waits in quarantine with
+    what to configure. With rewrite-with-tombstone the delete is the `__deleted` row, and the tombstone is skipped."""
+    lake.configure(tables={"plain_customers": {"topic": "plain.inventory.customers"},
+                           "flat_customers": {"topic": "flat.inventory.customers"}})
+    plain = Kcat("plain.inventory.customers")
+    bare = tuple(f["field"] for f in UNWRAP["create_value"]["schema"]["fields"] if f["field"].startswith("__"))
+    rewrite, _ = _flat_batches()
+    lake.write([
+        plain(_key(1005), _flat(_customer(1005, "Bob", "B", "bob@x"), drop=bare)),
+        plain(_key(1006), _flat(_customer(1006, "Carl", "C", "carl@x"), drop=bare)),
+        plain(_key(1005), None),
+        *rewrite,
+        FLAT(_key(1006), _flat({**_customer(1006, "Carl", "C", "carl@x"), "__deleted": "true", "__lsn": 26852000},
+                               drop=("__op", "__table"))),
+        FLAT(_key(1006), None),
+    ])
+    report = lake.land()
+
+    assert report.quarantined == {"plain_customers": 1}
+    assert report.skipped == 1  # the rewrite-with-tombstone topic's tombstone: its delete is the row before it
+    [kept] = lake.rows(f"SELECT __reason, key FROM parquet.`{lake.tmp}/warehouse/{lake.database}/plain_customers/_quarantine`")
+    assert "delete.tombstone.handling.mode=rewrite" in kept["__reason"] and '"id":1005' in kept["key"]
+    assert [r["id"] for r in lake.view("flat_customers", order="id")] == [1004, 1005]
