@@ -60,6 +60,7 @@ class Landing:
         self.storage = self.catalog.storage
         self.state = VersionedState(self.storage, f"{self.catalog.root}/_state/land")
         self.intent_path = f"{self.catalog.root}/_state/land-intent.json"
+        self._decoded: list[DataFrame] = []  # persisted for the batch, released at its end
 
     def run(self, requeue: str | None = None) -> LandReport:
         """Land what is new at the source, or (`requeue`) what that table's quarantine holds."""
@@ -203,6 +204,9 @@ class Landing:
             say(f"  {self.config.database}.{table}: {count} rows landed in batch {batch} (hour {hour})")
         for table, count in sorted(report.quarantined.items()):
             warn(f"{table}: {count} events quarantined in batch {batch}; see `lakecompact status`")
+        for decoded in self._decoded:
+            decoded.unpersist()
+        self._decoded.clear()
         messages.unpersist()
         raw.unpersist()
         return report
@@ -272,7 +276,9 @@ class Landing:
             good = self._empty_rows(schema)
             bad = _union(bad_parts) if bad_parts else _with_reason(events.limit(0), "")
             return table, good, bad, unplaced is not None
-        decoded = _union(good_parts)
+        # read twice (rows to the increment, rejects to quarantine): decoded once
+        decoded = _union(good_parts).persist()
+        self._decoded.append(decoded)
         good = decoded.where(F.col("__reason").isNull()).select(*schema.column_names, *[n for n, _ in META_COLUMNS])
         rejected = decoded.where(F.col("__reason").isNotNull()).select(
             *[F.col(f"__raw_{c}").alias(c) if c in ("key", "payload") else F.col(c) for c in QUARANTINE_COLUMNS]
