@@ -32,12 +32,9 @@ class IncompatibleSchemaChange(SchemaError):
 
 
 class LockHeld(LakecompactError):
-    def __init__(self, table: str, path: str, owner: str):
-        self.table, self.path, self.owner = table, path, owner
-        super().__init__(
-            f"table {table} is being compacted by another job ({owner}); "
-            f"if that job is gone, remove the lock file {path}"
-        )
+    def __init__(self, subject: str, path: str, owner: str):
+        self.subject, self.path, self.owner = subject, path, owner
+        super().__init__(f"{subject} by another job ({owner}); if that job is gone, remove the lock file {path}")
 
 
 class UnknownTable(LakecompactError):

@@ -20,7 +20,7 @@ from pyspark.sql.types import StructType
 
 from lakecompact.catalog import Catalog, TablePaths, semantics_sql
 from lakecompact.compaction import changes
-from lakecompact.compaction.lock import table_lock
+from lakecompact.compaction.lock import exclusive_lock
 from lakecompact.compaction.manifest import Manifest, Manifests
 from lakecompact.config import Config
 from lakecompact.errors import RollbackError
@@ -61,7 +61,7 @@ class Compactor:
         self.increments_table = f"{table}_increments"
 
     def lock(self):
-        return table_lock(self.storage, f"{self.paths.state}/compact.lock", self.table)
+        return exclusive_lock(self.storage, f"{self.paths.state}/compact.lock", f"table {self.table} is being compacted")
 
     # -- recovery --------------------------------------------------------------------------------
     def converge(self) -> Manifest:

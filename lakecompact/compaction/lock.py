@@ -1,4 +1,4 @@
-"""One compactor per table: an exclusive lock file beside the table's state."""
+"""One job at a time where it matters (a table's compactor, the lake's lander): an exclusive lock file."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from lakecompact.storage import Storage
 
 
 @contextmanager
-def table_lock(storage: Storage, path: str, table: str):
+def exclusive_lock(storage: Storage, path: str, subject: str):
+    """`subject` says what the holder does, e.g. "table t is being compacted"."""
     owner = f"pid {os.getpid()} on {socket.gethostname()} by {getpass.getuser()} since {datetime.now(UTC):%Y-%m-%d %H:%M:%S}Z"
     try:
         storage.write_text(path, owner, overwrite=False)
@@ -24,7 +25,7 @@ def table_lock(storage: Storage, path: str, table: str):
             held_by = storage.read_text(path)
         except Exception:
             held_by = "unknown"
-        raise LockHeld(table, path, held_by) from None
+        raise LockHeld(subject, path, held_by) from None
     try:
         yield
     finally:

@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakecompact.catalog import Catalog
+from lakecompact.compaction.lock import exclusive_lock
 from lakecompact.config import Config
 from lakecompact.errors import SchemaError
 from lakecompact.landing import decode, files
@@ -32,6 +33,7 @@ from lakecompact.storage import VersionedState
 QUARANTINE_COLUMNS = (
     "__reason", "__kafka_topic", "__kafka_partition", "__kafka_offset", "key", "payload", "__origin", "__value_bytes"
 )
+DELETE_FORM = "lakecompact.deletes"  # how the table's topic carries deletes: "rows" or "tombstones"
 UNPLACED_DELETE = (
     "a Kafka tombstone of a flattened topic whose rows carry no delete marker: ExtractNewRecordState sent this "
     "delete as the tombstone alone, which has no source position to order it by; configure the SMT with "
@@ -61,11 +63,17 @@ class Landing:
         self.state = VersionedState(self.storage, f"{self.catalog.root}/_state/land")
         self.intent_path = f"{self.catalog.root}/_state/land-intent.json"
         self._decoded: list[DataFrame] = []  # persisted for the batch, released at its end
+        self._delete_forms: dict[str, str | None] = {}  # table -> DELETE_FORM as stored, read once a run
 
     def run(self, requeue: str | None = None) -> LandReport:
-        """Land what is new at the source, or (`requeue`) what that table's quarantine holds."""
-        started = time.monotonic()
+        """Land what is new at the source, or (`requeue`) what that table's quarantine holds; one lander at a time."""
         self.catalog.ensure_database()
+        lock = f"{self.catalog.root}/_state/land.lock"
+        with exclusive_lock(self.storage, lock, f"database {self.config.database} is being landed into"):
+            return self._run(requeue)
+
+    def _run(self, requeue: str | None) -> LandReport:
+        started = time.monotonic()
         number, state = self.state.latest()
         state = state or {"batch": 0, "files": {}, "kafka": {}}
         intent = self._pending_intent(state)
@@ -188,6 +196,10 @@ class Landing:
         for topic, groups in sorted(by_table.items()):
             tombstones = sum(g.events - g.values for g in groups)  # Kafka tombstones
             outcome = self._land_topic(topic, groups, messages, intent)
+            if outcome is None and "requeue" in intent:  # what is not landed stays in quarantine
+                kept = _with_reason(messages.where(F.col("__kafka_topic") == topic), "not a row event of a table")
+                quarantine.append((intent["requeue"]["table"], kept))
+                continue
             if outcome is None:
                 report.skipped += tombstones + sum(g.values for g in groups)
                 continue
@@ -269,7 +281,7 @@ class Landing:
                 selected, shape, schema, table_config.toast_placeholder, intent["landed_at"]
             )
             good_parts.append(rows)
-        unplaced = self._unplaced_deletes(topic, shapes, messages)
+        unplaced = self._unplaced_deletes(topic, table, shapes, messages)
         if unplaced is not None:
             bad_parts.append(unplaced)
         if not good_parts:
@@ -286,27 +298,38 @@ class Landing:
         bad = _union([rejected, *bad_parts])
         return table, good, bad, unplaced is not None
 
-    def _unplaced_deletes(self, topic: str, shapes: list, messages: DataFrame) -> DataFrame | None:
+    def _unplaced_deletes(self, topic: str, table: str, shapes: list, messages: DataFrame) -> DataFrame | None:
         """The Kafka tombstones of a flattened topic whose rows carry no delete marker, or None.
 
         ExtractNewRecordState's default sends a delete as the tombstone alone: skipping it (DESIGN) would lose the
         delete, and it has no source position to be ordered by. So it is kept in quarantine, with what to configure.
+        How a table's deletes come is kept as a table property, for batches that hold only tombstones.
         """
+        seen = self._delete_form(shapes)
+        if table not in self._delete_forms:
+            self._delete_forms[table] = self.catalog.properties(f"{table}_base").get(DELETE_FORM)
+        if seen is not None and seen != self._delete_forms[table]:
+            self.catalog.set_properties(f"{table}_base", {DELETE_FORM: seen})
+            self._delete_forms[table] = seen
+        if self._delete_forms[table] != "tombstones":
+            return None
+        tombstones = messages.where((F.col("__kafka_topic") == topic) & F.col("payload").isNull())
+        return _with_reason(tombstones, UNPLACED_DELETE)
+
+    def _delete_form(self, shapes: list) -> str | None:
+        """"rows" (envelopes, or flattened rows with `__deleted` / `__op`), "tombstones", or None: not shown here."""
         if any(shape is not None and shape.kind == "envelope" for _, shape, _ in shapes):
-            return None  # envelopes carry their deletes; a tombstone only follows one
-        flat = False
+            return "rows"
+        form = None
         for group, shape, _ in shapes:
             if shape is None or shape.kind != "flat":
                 continue
             schema = self._value_schema(group)
             names = {f.get("field") for f in schema.get("fields", [])} if schema else set(group.value_sample or [])
             if names & {"__deleted", "__op"}:
-                return None
-            flat = flat or bool(names)  # a value that is no JSON object shows no fields, and proves nothing
-        if not flat:
-            return None
-        tombstones = messages.where((F.col("__kafka_topic") == topic) & F.col("payload").isNull())
-        return _with_reason(tombstones, UNPLACED_DELETE)
+                return "rows"
+            form = form or ("tombstones" if names else None)  # a value that is no JSON object proves nothing
+        return form
 
     def _registry(self):
         from lakecompact.schema.registry import Registry

@@ -130,3 +130,40 @@ def test_a_structured_stream_tails_the_feed(lake, tmp_path):
         [(1, "i", 2), (1, "i", 3), (1, "i", 1), (1, "i", 6)],
         [(2, "u", 1), (2, "d", 2), (2, "i", 5), (2, "u", 6)],
     ]
+
+
+def test_values_from_before_a_truncate_never_fill_values_after_it(lake):
+    """A TOAST placeholder after a truncate has no earlier value to keep: in the view, the base and the feeds."""
+    net, events = Topic("pg.public.tnet", COLUMNS, ["id"]), Topic("pg.public.tev", COLUMNS, ["id"])
+    lake.configure(tables={"public_tev": {"change_feed": "events"}})
+
+    def both(make):
+        return make(net) + make(events)
+
+    lake.write(both(lambda t: [t.event("c", _row(1, "old", 1), 5), t.event("t", None, 7)]))
+    lake.land()
+    lake.compact()
+    lake.write(both(lambda t: [t.event("u", _row(1, PLACEHOLDER, 2), 10)]))  # truncate in an earlier version
+    lake.land()
+    lake.compact()
+    lake.write(both(lambda t: [t.event("c", _row(2, "two", 2), 20), t.event("t", None, 25),
+                               t.event("u", _row(2, PLACEHOLDER, 3), 30)]))  # truncate in the same version
+    lake.land()
+    lake.compact()
+
+    for table in ("public_tnet", "public_tev"):
+        assert lake.view(table, order="id") == [{"id": 2, "qty": 3}], table
+    assert _feed(lake, "public_tev") == [
+        (1, "i", 1, None, _row(1, "old", 1)),
+        (1, "d", 1, _row(1, "old", 1), None),
+        (2, "i", 1, None, {"id": 1, "qty": 2}),
+        (3, "i", 2, None, _row(2, "two", 2)),
+        (3, "d", 1, {"id": 1, "qty": 2}, None),
+        (3, "d", 2, _row(2, "two", 2), None),
+        (3, "i", 2, None, {"id": 2, "qty": 3}),
+    ]
+    assert _feed(lake, "public_tnet") == [
+        (2, "i", 1, None, {"id": 1, "qty": 2}),
+        (3, "d", 1, {"id": 1, "qty": 2}, None),
+        (3, "i", 2, None, {"id": 2, "qty": 3}),
+    ]

@@ -10,7 +10,7 @@ import pytest
 
 from lakecompact.catalog import Catalog
 from lakecompact.compaction.compact import VERSION_PROPERTY, Compactor
-from lakecompact.compaction.lock import table_lock
+from lakecompact.compaction.lock import exclusive_lock
 from lakecompact.compaction.manifest import Manifests
 from lakecompact.errors import LockHeld
 from tests.support.debezium import INT, TEXT, Topic
@@ -189,7 +189,7 @@ def test_a_second_compactor_exits_with_a_clear_message(lake):
     lake.land()
     catalog = Catalog(lake.spark, lake.config)
     lock_path = f"{catalog.paths(T).state}/compact.lock"
-    with table_lock(catalog.storage, lock_path, T):
+    with exclusive_lock(catalog.storage, lock_path, f"table {T} is being compacted"):
         held_by = catalog.storage.read_text(lock_path)
         with pytest.raises(LockHeld) as caught:
             lake.compact(T)

@@ -195,3 +195,19 @@ def test_a_crashed_requeue_is_finished_by_the_next_land(lake, monkeypatch, crash
     assert not catalog.storage.list_names(catalog.paths(ITEMS).quarantine)
     assert offsets(lake, ITEMS) == [0, 0]  # each event once: partition 0, offset 0 of either file
     assert lake.view(ITEMS, order="id") == [{"id": 1, "name": "early"}, {"id": 2, "name": "n2"}]
+
+
+def test_a_second_lander_exits_with_a_clear_message(lake):
+    """`requeue` by hand beside a scheduled `land` would plan the same batch number: one lander at a time."""
+    from lakecompact.compaction.lock import exclusive_lock
+    from lakecompact.errors import LockHeld
+
+    items, _ = topics()
+    lake.write([items.event("c", {"id": 1, "name": "n1"}, 101)])
+    catalog = Catalog(lake.spark, lake.config)
+    lock = f"{catalog.root}/_state/land.lock"
+    with exclusive_lock(catalog.storage, lock, "held by the test"):
+        with pytest.raises(LockHeld) as caught:
+            lake.land()
+        assert f"database {lake.database} is being landed into" in str(caught.value) and lock in str(caught.value)
+    assert lake.land().rows_out == {ITEMS: 1}

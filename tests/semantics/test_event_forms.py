@@ -256,3 +256,10 @@ def test_tombstone_only_deletes_of_a_flattened_topic_are_kept_not_skipped(lake):
     [kept] = lake.rows(f"SELECT __reason, key FROM parquet.`{lake.tmp}/warehouse/{lake.database}/plain_customers/_quarantine`")
     assert "delete.tombstone.handling.mode=rewrite" in kept["__reason"] and '"id":1005' in kept["key"]
     assert [r["id"] for r in lake.view("flat_customers", order="id")] == [1004, 1005]
+
+    # a batch with only the tombstone: the table remembers how its deletes come; a requeue keeps it too
+    lake.write([plain(_key(1006), None)], name="later.jsonl")
+    assert lake.land().quarantined == {"plain_customers": 1}
+    again = lake.land(requeue="plain_customers")
+    assert again.quarantined == {"plain_customers": 2} and again.skipped == 0
+    assert [r["id"] for r in lake.view("plain_customers", order="id")] == [1005, 1006]
