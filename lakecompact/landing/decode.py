@@ -50,6 +50,7 @@ _NOT_TABLE_SCHEMAS = (
     "io.debezium.connector.postgresql.MessageValue",
 )
 OPS = ("c", "r", "u", "d", "t")
+_DELETE_MARKERS = {"__deleted", "__op"}
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,8 @@ class MessageShape:
     kind: str  # "envelope", "flat", or "skip" (heartbeats, transactions, schema changes, PG messages)
     fields: tuple[Field, ...] = ()
     schema_hash: str | None = None  # None: events without an embedded schema
+    # flattened rows: whether they say a row was deleted (`__deleted` / `__op`); None: no field seen to tell
+    delete_marker: bool | None = None
 
 
 def from_avro_json(events: DataFrame, writer_schema: str) -> DataFrame:
@@ -106,7 +109,7 @@ def shape_of(schema: dict[str, Any] | None, sample_keys: list[str], topic: str) 
                 raise SchemaError(f"topic {topic}: envelope schema {name!r} has neither after nor before")
             return MessageShape("envelope", tuple(row_fields(row)), schema_hash(schema))
         flat = {**schema, "fields": [f for f in schema.get("fields", []) if not f.get("field", "").startswith("__")]}
-        return MessageShape("flat", tuple(row_fields(flat)), schema_hash(schema))
+        return MessageShape("flat", tuple(row_fields(flat)), schema_hash(schema), bool(_DELETE_MARKERS & set(fields)))
     keys = set(sample_keys)
     if topic.startswith("__debezium-heartbeat") or keys == {"ts_ms"}:
         return MessageShape("skip")
@@ -114,7 +117,7 @@ def shape_of(schema: dict[str, Any] | None, sample_keys: list[str], topic: str) 
         return MessageShape("skip")
     if "op" in keys and ({"after", "before", "source"} & keys):
         return MessageShape("envelope")
-    return MessageShape("flat")
+    return MessageShape("flat", delete_marker=bool(_DELETE_MARKERS & keys) if keys else None)
 
 
 def key_columns(key_schema: dict[str, Any] | None, key_sample: list[str]) -> tuple[str, ...]:

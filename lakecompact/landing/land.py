@@ -305,7 +305,7 @@ class Landing:
         delete, and it has no source position to be ordered by. So it is kept in quarantine, with what to configure.
         How a table's deletes come is kept as a table property, for batches that hold only tombstones.
         """
-        seen = self._delete_form(shapes)
+        seen = self._delete_form(shapes)  # a value that is no JSON object shows no fields, and proves nothing
         if table not in self._delete_forms:
             self._delete_forms[table] = self.catalog.properties(f"{table}_base").get(DELETE_FORM)
         if seen is not None and seen != self._delete_forms[table]:
@@ -316,20 +316,13 @@ class Landing:
         tombstones = messages.where((F.col("__kafka_topic") == topic) & F.col("payload").isNull())
         return _with_reason(tombstones, UNPLACED_DELETE)
 
-    def _delete_form(self, shapes: list) -> str | None:
+    @staticmethod
+    def _delete_form(shapes: list) -> str | None:
         """"rows" (envelopes, or flattened rows with `__deleted` / `__op`), "tombstones", or None: not shown here."""
-        if any(shape is not None and shape.kind == "envelope" for _, shape, _ in shapes):
+        kinds = [(shape.kind, shape.delete_marker) for _, shape, _ in shapes if shape is not None]
+        if ("envelope", None) in kinds or ("flat", True) in kinds:
             return "rows"
-        form = None
-        for group, shape, _ in shapes:
-            if shape is None or shape.kind != "flat":
-                continue
-            schema = self._value_schema(group)
-            names = {f.get("field") for f in schema.get("fields", [])} if schema else set(group.value_sample or [])
-            if names & {"__deleted", "__op"}:
-                return "rows"
-            form = form or ("tombstones" if names else None)  # a value that is no JSON object proves nothing
-        return form
+        return "tombstones" if ("flat", False) in kinds else None
 
     def _registry(self):
         from lakecompact.schema.registry import Registry

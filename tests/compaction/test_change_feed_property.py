@@ -19,11 +19,10 @@ LAKECOMPACT_PROPERTY_SHRINK=1.
 from __future__ import annotations
 
 import itertools
-import os
 import uuid
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from tests.semantics.reference import OP_RANK, expected_view, replay
 from tests.semantics.test_property import (
@@ -31,10 +30,10 @@ from tests.semantics.test_property import (
     TABLE,
     Delivery,
     Scenario,
-    _phases,
     actual_view,
     data,
     model_events,
+    property_settings,
     same,
     scenarios,
 )
@@ -190,14 +189,7 @@ def run_scenario(spark, root, scenario: Scenario, database: str) -> None:
     check_events(feed(lake, EVENTS_TABLE), landed_events, views)
 
 
-@settings(
-    max_examples=int(os.environ.get("LAKECOMPACT_PROPERTY_EXAMPLES", "3")),
-    deadline=None,
-    phases=_phases,
-    database=None,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@property_settings(3)
 @given(scenario=scenarios())
 def test_change_feeds_follow_the_reference_model(spark, tmp_path_factory, scenario):
     n = next(_examples)

@@ -343,14 +343,19 @@ if os.environ.get("LAKECOMPACT_PROPERTY_SHRINK") == "1":
     _phases.append(Phase.shrink)
 
 
-@settings(
-    max_examples=int(os.environ.get("LAKECOMPACT_PROPERTY_EXAMPLES", "5")),
-    deadline=None,
-    phases=_phases,
-    database=None,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+def property_settings(default_examples: int):
+    """Hypothesis settings of the Spark-backed property tests (LAKECOMPACT_PROPERTY_EXAMPLES, _SHRINK)."""
+    return settings(
+        max_examples=int(os.environ.get("LAKECOMPACT_PROPERTY_EXAMPLES", str(default_examples))),
+        deadline=None,
+        phases=_phases,
+        database=None,
+        print_blob=True,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+
+@property_settings(5)
 @given(scenario=scenarios())
 def test_view_and_base_follow_the_reference_model(spark, tmp_path_factory, scenario):
     n = next(_examples)
