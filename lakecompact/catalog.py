@@ -10,20 +10,24 @@ from pyspark.sql import DataFrame, SparkSession
 from lakecompact import sql
 from lakecompact.config import Config
 from lakecompact.errors import UnknownTable
+from lakecompact.identifiers import column_list, qualified
+from lakecompact.naming import base_table, changes_table, increments_table
 from lakecompact.schema.model import (
     BASE_EXTRA,
     BASE_PARTITION,
+    CHANGE_PARTITION,
     INCREMENT_PARTITIONS,
     META_COLUMNS,
-    ORDER_TYPE,
-    ORIGINS_TYPE,
     TableSchema,
+    change_columns,
 )
 from lakecompact.spark import warehouse_uri
 from lakecompact.storage import Storage, VersionedState
+from lakecompact.views import definition as view_definition
 
-# meta columns a reader of the view sees; __toast is always empty after resolution
-VISIBLE_META = [name for name, _ in META_COLUMNS if name != "__toast"]
+# table properties of `<t>_base`
+VERSION_PROPERTY = "lakecompact.base_version"  # the base version the metastore points at
+DELETE_FORM_PROPERTY = "lakecompact.deletes"  # how the table's topic carries deletes: "rows" or "tombstones"
 
 
 @dataclass(frozen=True)
@@ -52,11 +56,19 @@ class TablePaths:
     def archived(self, hour: str, batch: int) -> str:
         return f"{self.root}/archive/hour={hour}/batch={batch}"
 
+    @property
+    def changes_root(self) -> str:
+        return f"{self.root}/changes"
+
     def changes(self, version: int) -> str:
-        return f"{self.root}/changes/v={version}"
+        return f"{self.changes_root}/v={version}"
+
+    @property
+    def changes_staging_root(self) -> str:
+        return f"{self.changes_root}/_staging"
 
     def changes_staging(self, version: int) -> str:
-        return f"{self.root}/changes/_staging/v={version}"
+        return f"{self.changes_staging_root}/v={version}"
 
     @property
     def quarantine(self) -> str:
@@ -81,6 +93,11 @@ class Catalog:
 
     def paths(self, table: str) -> TablePaths:
         return TablePaths(f"{self.root}/{table}")
+
+    @property
+    def unplaced_quarantine(self) -> str:
+        """Where events that belong to no table go (lines that are no event at all)."""
+        return f"{self.root}/_quarantine"
 
     def run(self, template: str, **context) -> DataFrame:
         return sql.run(self.spark, template, database=self.database, **context)
@@ -111,42 +128,41 @@ class Catalog:
         self._schema_state(schema.table).write(schema.version, schema.to_json())
 
     # -- tables ----------------------------------------------------------------------------------
-    def ddl(self, schema: TableSchema) -> list[tuple[str, str]]:
-        """(template, SQL) of every statement that creates a table's metastore objects, parse-checked."""
-        from lakecompact.compaction.changes import CHANGE_PARTITION, change_columns
-
+    def _statements(self, schema: TableSchema) -> dict[str, tuple[str, dict]]:
+        """(template, context) of each metastore object of a table: base, increments, changes, view."""
         paths = self.paths(schema.table)
         properties = self._schema_properties(schema)
-        statements = [
-            ("create_table.sql.j2", dict(
-                table=f"{schema.table}_base",
+        return {
+            "base": ("create_table.sql.j2", dict(
+                table=base_table(schema.table),
                 columns=schema.columns + list(META_COLUMNS) + list(BASE_EXTRA),
                 partitions=[BASE_PARTITION],
                 location=paths.base,
-                properties={**properties, "lakecompact.base_version": "0"},
+                properties={**properties, VERSION_PROPERTY: "0"},
             )),
-            ("create_table.sql.j2", dict(
-                table=f"{schema.table}_increments",
+            "increments": ("create_table.sql.j2", dict(
+                table=increments_table(schema.table),
                 columns=schema.columns + list(META_COLUMNS),
                 partitions=list(INCREMENT_PARTITIONS),
                 location=paths.increments,
                 properties=properties,
             )),
-            ("create_table.sql.j2", dict(
-                table=f"{schema.table}_changes",
+            "changes": ("create_table.sql.j2", dict(
+                table=changes_table(schema.table),
                 columns=change_columns(schema),
                 partitions=[CHANGE_PARTITION],
-                location=f"{paths.root}/changes",
+                location=paths.changes_root,
                 properties=properties,
             )),
-            ("create_view.sql.j2", dict(view=schema.table, **self.view_context(schema))),
+            "view": (view_definition.TEMPLATE, view_definition.view_context(schema, self.database)),
+        }
+
+    def ddl(self, schema: TableSchema) -> list[tuple[str, str]]:
+        """(template, SQL) of every statement that creates a table's metastore objects, parse-checked."""
+        return [
+            (template, sql.render_checked(template, database=self.database, **context))
+            for template, context in self._statements(schema).values()
         ]
-        rendered = []
-        for template, context in statements:
-            text = sql.render(template, database=self.database, **context)
-            sql.parse_check(text, template)
-            rendered.append((template, text))
-        return rendered
 
     def create(self, schema: TableSchema) -> None:
         """Create `<t>_base`, `<t>_increments`, `<t>_changes` and the view `<t>` for a new table."""
@@ -165,40 +181,35 @@ class Catalog:
         jvm = self.spark.sparkContext._jvm
         session_catalog = self.spark._jsparkSession.sessionState().catalog()
         types = dict(schema.columns)
-        for suffix in ("_base", "_increments"):
-            table = f"{schema.table}{suffix}"
+        for table in (base_table(schema.table), increments_table(schema.table)):
             identifier = jvm.org.apache.spark.sql.catalyst.TableIdentifier(table, jvm.scala.Some(self.database))
             current = session_catalog.getTableMetadata(identifier)
             # keep the metastore's column order (ADD COLUMNS appends after the meta columns): Hive checks
             # type compatibility position by position
             data = [(f.name(), types.get(f.name(), f.dataType().sql())) for f in current.dataSchema().fields()]
-            ddl = ", ".join(f"`{name}` {kind}" for name, kind in data)
-            session_catalog.alterTableDataSchema(identifier, jvm.org.apache.spark.sql.types.StructType.fromDDL(ddl))
+            session_catalog.alterTableDataSchema(identifier, jvm.org.apache.spark.sql.types.StructType.fromDDL(column_list(data)))
             self.set_properties(table, self._schema_properties(schema))
             self.refresh(table)
         self.create_changes_table(schema)
         self.save_schema(schema)
-        self.create_view(schema)
 
     def create_changes_table(self, schema: TableSchema) -> None:
         """`<t>_changes`; its struct columns follow the schema, so an evolution recreates it (metadata only)."""
-        table = f"{schema.table}_changes"
-        exists = self.spark.catalog.tableExists(f"{self.database}.{table}")
-        versions = [int(p["__version"]) for p in self.partitions(table)] if exists else []
+        table = changes_table(schema.table)
+        exists = self.spark.catalog.tableExists(qualified(self.database, table))
+        versions = [int(p[CHANGE_PARTITION[0]]) for p in self.partitions(table)] if exists else []
         if exists:
             self.run("drop_table.sql.j2", table=table)  # external: the files stay
-        statement = next(text for _, text in self.ddl(schema) if f"`{table}`" in text.split("(", 1)[0])
-        self.spark.sql(statement)
+        self.run(*self._statements(schema)["changes"])
         paths = self.paths(schema.table)
-        self.add_partitions(table, [([("__version", v)], paths.changes(v)) for v in versions])
+        self.add_partitions(table, [([(CHANGE_PARTITION[0], v)], paths.changes(v)) for v in versions])
 
     def add_columns(self, schema: TableSchema, added: list[tuple[str, str]]) -> None:
-        for suffix in ("_base", "_increments"):
-            self.run("add_columns.sql.j2", table=f"{schema.table}{suffix}", columns=added)
-            self.run("set_tblproperties.sql.j2", table=f"{schema.table}{suffix}", properties=self._schema_properties(schema))
+        for table in (base_table(schema.table), increments_table(schema.table)):
+            self.run("add_columns.sql.j2", table=table, columns=added)
+            self.set_properties(table, self._schema_properties(schema))
         self.create_changes_table(schema)
         self.save_schema(schema)
-        self.create_view(schema)
 
     @staticmethod
     def _schema_properties(schema: TableSchema) -> dict[str, str]:
@@ -208,18 +219,6 @@ class Catalog:
             "lakecompact.key": ",".join(schema.key),
             "lakecompact.topic": schema.topic,
         }
-
-    def create_view(self, schema: TableSchema) -> None:
-        self.run("create_view.sql.j2", view=schema.table, **self.view_context(schema))
-
-    def view_context(self, schema: TableSchema, *, dialect_names: bool = False) -> dict:
-        db = f"`{self.database}`"
-        return semantics_context(
-            schema,
-            base=f"{db}.`{schema.table}_base`",
-            increments=f"{db}.`{schema.table}_increments`",
-            live_only=True,
-        )
 
     # -- partitions ------------------------------------------------------------------------------
     def partitions(self, table: str) -> list[dict[str, str]]:
@@ -246,33 +245,7 @@ class Catalog:
 
     def refresh(self, *tables: str) -> None:
         for table in tables:
-            self.spark.catalog.refreshTable(f"`{self.database}`.`{table}`")
+            self.spark.catalog.refreshTable(qualified(self.database, table))
 
-
-def semantics_context(schema: TableSchema, *, base: str, increments: str, live_only: bool, **extra) -> dict:
-    """The inputs of latest_rows.sql.j2 / appended_rows.sql.j2 for one table."""
-    types = dict(schema.columns + list(META_COLUMNS) + list(BASE_EXTRA))
-    return {
-        "query": "appended_rows.sql.j2" if schema.keyless else "latest_rows.sql.j2",
-        "base": base,
-        "increments": increments,
-        "key": list(schema.key),
-        "columns": schema.column_names,
-        "toastable": [f.name for f in schema.fields if f.toastable and f.name not in schema.key],
-        "meta": [name for name, _ in META_COLUMNS],
-        "visible_meta": VISIBLE_META,
-        "types": types,
-        "origins_type": ORIGINS_TYPE,
-        "order_type": ORDER_TYPE,
-        "live_only": live_only,
-        "new_rows_only": False,
-        "dialect": "spark",
-        **extra,
-    }
-
-
-def semantics_sql(schema: TableSchema, **kwargs) -> str:
-    context = semantics_context(schema, **kwargs)
-    query = sql.render(context["query"], **context)
-    sql.parse_check(query, context["query"])
-    return query
+    def table(self, table: str) -> DataFrame:
+        return self.spark.table(qualified(self.database, table))

@@ -1,137 +1,221 @@
-"""The `lakecompact` command: `lakecompact --config FILE <command>`."""
+"""The `lakecompact` command: `lakecompact --config FILE <command>`.
+
+Every command is one row of COMMANDS: its name, what it does, its arguments, and its handler. A handler
+gets the parsed arguments and a Context (the config and, on first use, the Spark session).
+"""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from lakecompact import config as config_module
 from lakecompact.errors import LakecompactError
 from lakecompact.report import seconds_since
+from lakecompact.views import DIALECTS
+
+
+class Context:
+    """What a command runs with: the validated config, and a Spark session started only when asked for."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+
+    @functools.cached_property
+    def config(self) -> config_module.Config:
+        if not self.args.config:
+            raise LakecompactError(f"lakecompact {self.args.command}: expected --config FILE (a TOML file; see README)")
+        return config_module.load(self.args.config)
+
+    @functools.cached_property
+    def spark(self):
+        from lakecompact.spark import create_session
+
+        return create_session(self.config, wait=not self.args.no_wait, verbose=self.args.verbose)
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    run: Callable[[argparse.Namespace, Context], None]
+    arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None
+
+
+def _tables(args: argparse.Namespace) -> list[str] | None:
+    return [t.lower() for t in args.table] if args.table else None
+
+
+# -- the handlers -----------------------------------------------------------------------------------
+
+
+def _land(args, context: Context) -> None:
+    from lakecompact.landing.land import land
+
+    land(context.spark, context.config)
+
+
+def _requeue(args, context: Context) -> None:
+    from lakecompact.landing.land import land
+
+    land(context.spark, context.config, requeue=args.table.lower())
+
+
+def _compact(args, context: Context) -> None:
+    from lakecompact.compaction.compact import compact
+
+    compact(context.spark, context.config, _tables(args), skip_busy=True)
+
+
+def _rollback(args, context: Context) -> None:
+    from lakecompact.compaction.compact import rollback
+
+    rollback(context.spark, context.config, args.table.lower())
+
+
+def _sql(args, context: Context) -> None:
+    from lakecompact.views.read import run_sql
+
+    run_sql(context.spark, context.config, args.query)
+
+
+def _status(args, context: Context) -> None:
+    from lakecompact.views.read import print_status, status
+
+    rows = status(context.spark, context.config)
+    if args.json:
+        for row in rows:
+            print(json.dumps(row))
+    else:
+        print_status(rows)
+
+
+def _changes(args, context: Context) -> None:
+    from lakecompact.views.read import print_changes
+
+    print_changes(context.spark, context.config, args.table.lower(), args.from_version, args.to_version,
+                  args.format, args.output)
+
+
+def _schema(args, context: Context) -> None:
+    """DDL from a local .avsc needs neither Spark nor a metastore, and then a config is optional."""
+    from lakecompact.schema.extract import run
+
+    offline = bool(args.dry_run and args.avsc)
+    if offline and not args.config:
+        config = config_module.from_dict({"warehouse": "/warehouse", "source": {"kind": "files", "paths": ["-"]}})
+    else:
+        config = context.config
+    spark = None if offline else context.spark
+    run(spark, config, avsc=args.avsc, key_avsc=args.key_avsc, table=args.table, topic=args.topic, dry_run=args.dry_run)
+
+
+def _views(args, context: Context) -> None:
+    from lakecompact.catalog import Catalog
+    from lakecompact.views.dialects import view_sql
+
+    catalog = Catalog(context.spark, context.config)
+    for table in _tables(args) or catalog.tables():
+        print(view_sql(catalog.require(table), context.config.database, args.dialect) + ";\n")
+
+
+def _demo(args, context: Context) -> None:
+    from lakecompact.demo import run_demo
+
+    run_demo(args.warehouse)
+
+
+# -- the arguments ----------------------------------------------------------------------------------
+
+
+def _one_table(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--table", required=True, help="the table (as named in the metastore, without the database)")
+
+
+def _some_tables(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--table", action="append", help="only this table (repeatable); default: every table")
+
+
+def _sql_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("query", help="Spark SQL; the lake's database is the current one")
+
+
+def _status_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="one JSON object per table")
+
+
+def _changes_arguments(parser: argparse.ArgumentParser) -> None:
+    _one_table(parser)
+    parser.add_argument("--from-version", type=int, default=1, help="first base version (default 1)")
+    parser.add_argument("--to-version", type=int, help="last base version (default: the latest)")
+    parser.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl", help="default jsonl, to stdout")
+    parser.add_argument("--output", help="folder for --format parquet")
+
+
+def _schema_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--avsc", help="a local Avro schema of the Debezium value (envelope or flattened)")
+    parser.add_argument("--key-avsc", help="a local Avro schema of the message key")
+    parser.add_argument("--table", help="with --avsc: the table it describes")
+    parser.add_argument("--topic", help="only this topic")
+    parser.add_argument("--dry-run", action="store_true", help="print the DDL, change nothing")
+
+
+def _views_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dialect", default="trino", choices=DIALECTS, help="the engine's SQL (default trino)")
+    _some_tables(parser)
+
+
+def _demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--warehouse", help="where the demo lake goes (default: ./.demo/warehouse, emptied first)")
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("land", "land every available event as one increment batch per table, then exit", _land),
+    Command("requeue", "land a table's quarantined events again, once their cause is fixed (what fails again stays)",
+            _requeue, _one_table),
+    Command("compact", "fold pending increments into a new base version", _compact, _some_tables),
+    Command("rollback", "go back one base version; its increments become pending again", _rollback, _one_table),
+    Command("sql", "run a query; rows are printed as JSON lines", _sql, _sql_arguments),
+    Command("status", "per table: base version, rows, pending batches, quarantine", _status, _status_arguments),
+    Command("changes", "the change feed of a table between two base versions", _changes, _changes_arguments),
+    Command("schema", "create or evolve tables from the registry's schemas (or print the DDL)", _schema, _schema_arguments),
+    Command("views", "print each table's read view in another engine's SQL dialect", _views, _views_arguments),
+    Command("demo", "land, compact and query the events shipped in examples/", _demo, _demo_arguments),
+)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lakecompact", description=__doc__)
+    parser = argparse.ArgumentParser(prog="lakecompact", description=__doc__.splitlines()[0])
     parser.add_argument("--config", "-c", help="TOML config file (see README: Configuration)")
+    parser.add_argument("--verbose", action="store_true", help="show Spark's own log (errors only by default)")
+    parser.add_argument("--debug", action="store_true", help="on an error, show the Python traceback too")
+    parser.add_argument("--no-wait", action="store_true",
+                        help="embedded metastore in use by another lakecompact process: exit with status 3 "
+                             "instead of waiting for it")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("land", help="land every available event as one increment batch per table, then exit")
-    requeue = commands.add_parser(
-        "requeue", help="land a table's quarantined events again, once their cause is fixed (what fails again stays)"
-    )
-    requeue.add_argument("--table", required=True)
-    compact = commands.add_parser("compact", help="fold pending increments into a new base version")
-    compact.add_argument("--table", action="append", help="only this table (repeatable); default: every table")
-    rollback = commands.add_parser("rollback", help="go back one base version; its increments become pending again")
-    rollback.add_argument("--table", required=True)
-    sql = commands.add_parser("sql", help="run a query; rows are printed as JSON lines")
-    sql.add_argument("query")
-    status = commands.add_parser("status", help="per table: base version, rows, pending batches, quarantine")
-    status.add_argument("--json", action="store_true", help="one JSON object per table")
-    changes = commands.add_parser("changes", help="the change feed of a table between two base versions")
-    changes.add_argument("--table", required=True)
-    changes.add_argument("--from-version", type=int, default=1)
-    changes.add_argument("--to-version", type=int)
-    changes.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
-    changes.add_argument("--output", help="folder for --format parquet")
-    schema = commands.add_parser("schema", help="create or evolve tables from the registry's schemas (or print the DDL)")
-    schema.add_argument("--avsc", help="a local Avro schema of the Debezium value (envelope or flattened)")
-    schema.add_argument("--key-avsc", help="a local Avro schema of the message key")
-    schema.add_argument("--table", help="with --avsc: the table it describes")
-    schema.add_argument("--topic", help="only this topic")
-    schema.add_argument("--dry-run", action="store_true", help="print the DDL, change nothing")
-    views = commands.add_parser("views", help="print each table's read view in another engine's SQL dialect")
-    views.add_argument("--dialect", default="trino", help="trino, presto, athena, hive or spark")
-    views.add_argument("--table", action="append", help="only this table (repeatable)")
-    demo = commands.add_parser("demo", help="land, compact and query the events shipped in examples/")
-    demo.add_argument("--warehouse", help="where the demo lake goes (default: ./.demo/warehouse, emptied first)")
+    for command in COMMANDS:
+        command.arguments(commands.add_parser(command.name, help=command.help, description=command.help))
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     started = time.monotonic()
+    handler = next(c.run for c in COMMANDS if c.name == args.command)
     try:
-        if args.command == "demo":
-            from lakecompact.demo import run_demo
-
-            run_demo(args.warehouse)
-            return 0
-        if args.command == "schema" and args.dry_run and args.avsc:
-            _schema_dry_run(args)
-            return 0
-        if not args.config:
-            raise LakecompactError(f"lakecompact {args.command}: expected --config FILE (a TOML file; see README)")
-        config = config_module.load(args.config)
-        from lakecompact.spark import create_session
-
-        spark = create_session(config)
-        _run(args, config, spark)
+        handler(args, Context(args))
     except LakecompactError as exc:
-        print(f"lakecompact: error: {exc}", file=sys.stderr)
-        return 2
+        if args.debug:
+            raise
+        print(f"lakecompact: {'busy' if exc.exit_code == 0 else 'error'}: {exc}", file=sys.stderr)
+        return exc.exit_code
     print(f"lakecompact {args.command}: finished in {seconds_since(started)}", file=sys.stderr)
     return 0
-
-
-def _run(args, config, spark) -> None:
-    if args.command == "land":
-        from lakecompact.landing.land import land
-
-        land(spark, config)
-    elif args.command == "requeue":
-        from lakecompact.landing.land import land
-
-        land(spark, config, requeue=args.table.lower())
-    elif args.command == "compact":
-        from lakecompact.compaction.compact import compact
-
-        compact(spark, config, [t.lower() for t in args.table] if args.table else None)
-    elif args.command == "rollback":
-        from lakecompact.compaction.compact import rollback
-
-        rollback(spark, config, args.table.lower())
-    elif args.command == "sql":
-        from lakecompact.views.read import run_sql
-
-        run_sql(spark, config, args.query)
-    elif args.command == "changes":
-        from lakecompact.views.read import print_changes
-
-        print_changes(spark, config, args.table.lower(), args.from_version, args.to_version, args.format, args.output)
-    elif args.command == "schema":
-        from lakecompact.schema.extract import run
-
-        run(spark, config, avsc=args.avsc, key_avsc=args.key_avsc, table=args.table, topic=args.topic, dry_run=args.dry_run)
-    elif args.command == "views":
-        from lakecompact.catalog import Catalog
-        from lakecompact.views.dialects import view_sql
-
-        catalog = Catalog(spark, config)
-        for table in [t.lower() for t in args.table] if args.table else catalog.tables():
-            print(view_sql(catalog.require(table), config.database, args.dialect) + ";\n")
-    elif args.command == "status":
-        from lakecompact.views.read import print_status, status
-
-        rows = status(spark, config)
-        if args.json:
-            for row in rows:
-                print(json.dumps(row))
-        else:
-            print_status(rows)
-
-
-def _schema_dry_run(args) -> None:
-    """DDL from a local .avsc needs neither Spark nor a metastore; a config is optional."""
-    from lakecompact.schema.extract import run
-
-    config = (
-        config_module.load(args.config)
-        if args.config
-        else config_module.from_dict({"warehouse": "/warehouse", "source": {"kind": "files", "paths": ["-"]}})
-    )
-    run(None, config, avsc=args.avsc, key_avsc=args.key_avsc, table=args.table, topic=args.topic, dry_run=True)
 
 
 if __name__ == "__main__":

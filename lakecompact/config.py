@@ -1,26 +1,101 @@
-"""Configuration: TOML into typed, frozen dataclasses, validated once when loaded."""
+"""Configuration: TOML into typed, frozen dataclasses, validated once when loaded.
+
+Every section is a frozen dataclass; `_build` is the one reader (types, unknown keys) and `_check` the one
+validator (value rules), for the whole file and for a section built directly (HookConfig(...)).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
 import re
+import string
 import tomllib
+import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from lakecompact.errors import ConfigError
-from lakecompact.hooks import HookConfig
-from lakecompact.schema.registry import RegistryConfig
 
 DeleteMode = Literal["soft", "hard"]
 NameCase = Literal["lower", "upper", "preserve"]
 SourceKind = Literal["files", "kafka"]
 ChangeFeedMode = Literal["net", "events", "off"]
+HookKind = Literal["python", "command", "http"]
+HOOK_KINDS: tuple[str, ...] = typing.get_args(HookKind)
 
 TOAST_PLACEHOLDER = "__debezium_unavailable_value"
+
+# Confluent's subject naming strategies as format strings over {topic}, {kind} and {record}
+SUBJECT_STRATEGIES = {
+    "topic": "{topic}-{kind}",  # TopicNameStrategy (the default)
+    "record": "{record}",  # RecordNameStrategy
+    "topic_record": "{topic}-{record}",  # TopicRecordNameStrategy
+}
+_SUBJECT_PLACEHOLDERS = ("topic", "kind", "record")
+
+
+@dataclass(frozen=True)
+class HookConfig:
+    """One schema-change hook. `target`: `package.module:function`, a shell command line, or an http(s) URL.
+
+    `retries` and `backoff_seconds` apply to HTTP hooks within one firing; every kind is tried again
+    on the next run after a failure. Header values may name environment variables (`${TOKEN}`).
+    `name` identifies the hook in the state file (default `<kind>:<target>`).
+    """
+
+    kind: HookKind
+    target: str
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold secrets: never printed
+    timeout_seconds: float = 10.0
+    retries: int = 3
+    backoff_seconds: float = 0.5
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        _check(self, f"hooks.{self.name or self.kind}")
+
+    @property
+    def id(self) -> str:
+        return self.name or f"{self.kind}:{self.target}"
+
+
+@dataclass(frozen=True)
+class RegistryConfig:
+    """How to reach a Confluent-compatible schema registry. `url` is the API root (for Apicurio:
+    `http://host:8080/apis/ccompat/v7`).
+
+    `verify` is True/False or a CA bundle path; `cert` a client certificate path (with the key in it, or
+    in `key`). `retries` is the number of retries after the first attempt. `subject_format` is one of
+    `topic`, `record`, `topic_record` or a format string over {topic}, {kind} ("value"/"key"), {record}.
+    """
+
+    url: str
+    username: str = ""
+    password: str = field(default="", repr=False)  # a secret: never printed
+    verify: bool | str = True
+    cert: str = ""
+    timeout_seconds: float = 10.0
+    retries: int = 5
+    backoff_seconds: float = 0.2
+    subject_format: str = "{topic}-{kind}"
+    key: str = ""
+    max_backoff_seconds: float = 10.0
+
+    def __post_init__(self) -> None:
+        _check(self, "registry")
+
+    @classmethod
+    def from_dict(cls, raw: Any, where: str = "registry") -> RegistryConfig:
+        """From a TOML table such as `[registry]`; unknown keys are an error that names the known ones."""
+        return _build(cls, raw, where)
+
+    @property
+    def subject_pattern(self) -> str:
+        return SUBJECT_STRATEGIES.get(self.subject_format, self.subject_format)
 
 
 @dataclass(frozen=True)
@@ -67,9 +142,9 @@ class MetastoreConfig:
 
     uri: str = ""
     jdbc_url: str = ""
+    jdbc_password: str = field(default="", repr=False)  # a secret: never printed
     jdbc_driver: str = ""
     jdbc_user: str = ""
-    jdbc_password: str = ""
 
 
 @dataclass(frozen=True)
@@ -104,93 +179,36 @@ def load(path: str | Path) -> Config:
     path = Path(path)
     try:
         raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError):
         raise ConfigError("--config", "an existing TOML file", str(path)) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), "valid TOML", hint=str(exc)) from None
     return from_dict(raw)
 
 
-def _hooks(raw: Any, where: str) -> list[HookConfig]:
-    """`[[hooks]]` arrays: each a table of HookConfig settings."""
-    items = _expect(raw, list, where, "an array of [[hooks]] tables")
-    built = []
-    for i, item in enumerate(items):
-        item = _expect(item, dict, f"{where}[{i}]", "a table with kind and target")
-        known = {f.name for f in dataclasses.fields(HookConfig)}
-        unknown = sorted(set(item) - known)
-        if unknown:
-            raise ConfigError(f"{where}[{i}].{unknown[0]}", "a known hook setting", hint=f"known keys: {', '.join(sorted(known))}")
-        if "kind" not in item or "target" not in item:
-            raise ConfigError(f"{where}[{i}]", "kind and target")
-        built.append(HookConfig(**item))
-    return built
-
-
 def from_dict(raw: dict[str, Any]) -> Config:
-    raw = dict(raw)
-    if "registry" in raw:
-        raw["registry"] = RegistryConfig.from_dict(raw["registry"])
-    if "hooks" in raw:
-        raw["hooks"] = _hooks(raw["hooks"], "hooks")
-    defaults_raw = dict(_expect(raw.get("defaults", {}), dict, "defaults", "a table of table settings"))
-    if "hooks" in defaults_raw:
-        defaults_raw["hooks"] = _hooks(defaults_raw["hooks"], "defaults.hooks")
-    defaults = _build(TableConfig, defaults_raw, "defaults")
+    """A Config from parsed TOML: `[tables.<t>]` sections take the values they do not set from `[defaults]`."""
+    raw = dict(_expect(raw, dict, "config", "a table of settings"))
+    defaults = _build(TableConfig, raw.get("defaults", {}), "defaults")
     tables_raw = _expect(raw.get("tables", {}), dict, "tables", "a table of [tables.<name>] sections")
     tables = {}
     for name, section in tables_raw.items():
         if not _IDENTIFIER.match(name):
             raise ConfigError(f"tables.{name}", "a table name of letters, digits and _", name)
         section = dict(_expect(section, dict, f"tables.{name}", "a table of table settings"))
-        if "hooks" in section:
-            section["hooks"] = [*defaults.hooks, *_hooks(section["hooks"], f"tables.{name}.hooks")]
-        merged = {**{k: v for k, v in _raw_of(defaults).items()}, **section}
-        tables[name.lower()] = _build(TableConfig, merged, f"tables.{name}")
-    config = _build(Config, {**raw, "defaults": defaults, "tables": tables}, "")
-    _validate(config)
-    return config
+        inherited = {f.name: getattr(defaults, f.name) for f in dataclasses.fields(defaults) if f.name not in ("topic", "key")}
+        table = _build(TableConfig, {**inherited, **section}, f"tables.{name}")
+        if "hooks" in section:  # a table's hooks come on top of the default ones
+            table = dataclasses.replace(table, hooks=defaults.hooks + table.hooks)
+        tables[name.lower()] = table
+    return _build(Config, {**raw, "defaults": defaults, "tables": tables}, "")
 
 
-def _raw_of(table: TableConfig) -> dict[str, Any]:
-    values = {f.name: getattr(table, f.name) for f in dataclasses.fields(table) if f.name not in ("topic", "key")}
-    values["hooks"] = list(table.hooks)
-    return values
-
-
-def _validate(config: Config) -> None:
-    if not config.warehouse:
-        raise ConfigError("warehouse", "a path or URI for the lake's root")
-    if "://" not in config.warehouse and not config.warehouse.startswith("/"):
-        raise ConfigError("warehouse", "an absolute path or a URI such as s3a://bucket/lake", config.warehouse)
-    if not _IDENTIFIER.match(config.database):
-        raise ConfigError("database", "a database name of letters, digits and _", config.database)
-    source = config.source
-    if source.kind == "files" and not source.paths:
-        raise ConfigError("source.paths", "a list of file paths or globs of kcat -J output")
-    if source.kind == "kafka" and not source.bootstrap_servers:
-        raise ConfigError("source.bootstrap_servers", "host:port[,host:port]")
-    if source.kind == "kafka" and not (source.topics or source.topic_pattern):
-        raise ConfigError("source.topics", "a list of topics, or source.topic_pattern")
-    for name, table in [("defaults", config.defaults), *((f"tables.{n}", t) for n, t in config.tables.items())]:
-        if table.buckets < 1:
-            raise ConfigError(f"{name}.buckets", "a whole number of at least 1", table.buckets)
-        if table.keep_versions < 1:
-            raise ConfigError(f"{name}.keep_versions", "a whole number of at least 1", table.keep_versions)
-        if table.tombstone_retention_hours < 0:
-            raise ConfigError(f"{name}.tombstone_retention_hours", "a number of hours >= 0")
-        for column in table.key or ():
-            if not _IDENTIFIER.match(column):
-                raise ConfigError(f"{name}.key", "a list of column names", list(table.key or ()))
-    if config.naming.regexp:
-        try:
-            re.compile(config.naming.regexp)
-        except re.error as exc:
-            raise ConfigError("naming.regexp", "a valid regular expression", config.naming.regexp, hint=str(exc))
+# -- the one reader: TOML values into the dataclasses' types ------------------------------------------
 
 
 def _build(cls: type, raw: Any, where: str) -> Any:
-    if dataclasses.is_dataclass(raw):
+    if isinstance(raw, cls):
         return raw
     raw = _expect(raw, dict, where or "config", "a table of settings")
     hints = typing.get_type_hints(cls)
@@ -200,8 +218,7 @@ def _build(cls: type, raw: Any, where: str) -> Any:
         path = f"{where}.{key}" if where else key
         if key not in fields:
             close = difflib.get_close_matches(key, fields, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(fields)}"
-            raise ConfigError(path, "a known setting", key, hint=hint)
+            raise ConfigError(path, f"one of the keys {', '.join(fields)}", hint=f"did you mean {close[0]!r}?" if close else "unknown key")
         values[key] = _coerce(hints[key], value, path)
     missing = [
         name
@@ -210,7 +227,10 @@ def _build(cls: type, raw: Any, where: str) -> Any:
     ]
     if missing:
         raise ConfigError(f"{where + '.' if where else ''}{missing[0]}", "a value (this setting is required)")
-    return cls(**values)
+    built = cls(**values)
+    if cls is Config:
+        _check(built, "")
+    return built
 
 
 def _coerce(hint: Any, value: Any, path: str) -> Any:
@@ -218,25 +238,23 @@ def _coerce(hint: Any, value: Any, path: str) -> Any:
     args = typing.get_args(hint)
     if dataclasses.is_dataclass(hint):
         return _build(hint, value, path)
-    if origin is typing.Union or (origin is not None and type(None) in args):
-        if value is None:
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
             return None
         inner = [a for a in args if a is not type(None)]
-        return _coerce(inner[0], value, path)
+        return value if len(inner) > 1 else _coerce(inner[0], value, path)
     if origin is Literal:
         if value not in args:
             raise ConfigError(path, "one of " + ", ".join(repr(a) for a in args), value)
         return value
     if origin is tuple:
-        if isinstance(value, tuple):
-            value = list(value)
         if isinstance(value, str):
             raise ConfigError(path, "a list of strings", value, hint='write ["a", "b"]')
-        value = _expect(value, list, path, "a list")
+        value = _expect(list(value) if isinstance(value, tuple) else value, list, path, "a list")
         return tuple(_coerce(args[0], v, f"{path}[{i}]") for i, v in enumerate(value))
-    if origin is dict:
+    if origin in (dict, Mapping):
         value = _expect(value, dict, path, "a table of key = value")
-        if args and args[0] is str and args[1] is TableConfig:
+        if args and args[1] is TableConfig:
             return value
         return {str(k): str(v) for k, v in value.items()}
     if hint is float:
@@ -244,9 +262,7 @@ def _coerce(hint: Any, value: Any, path: str) -> Any:
             raise ConfigError(path, "a number", value)
         return float(value)
     if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(path, "a whole number", value)
-        return value
+        return _expect(value, int, path, "a whole number")
     if hint is bool:
         return _expect(value, bool, path, "true or false")
     if hint is str:
@@ -258,3 +274,94 @@ def _expect(value: Any, kind: type, path: str, expected: str) -> Any:
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise ConfigError(path, expected, value)
     return value
+
+
+# -- the one validator: the rules values must meet, named by where they are set -----------------------
+
+
+def _require(holds: bool, key: str, expected: str, got: Any = None) -> None:
+    if not holds:
+        raise ConfigError(key, expected, got)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check(section: Any, where: str) -> None:
+    """Validate one built section (Config checks its sections in turn)."""
+    at = f"{where}." if where else ""
+    if isinstance(section, HookConfig):
+        _require(section.kind in HOOK_KINDS, f"{at}kind", f"one of {', '.join(HOOK_KINDS)}", section.kind)
+        target = section.target
+        _require(isinstance(target, str) and bool(target.strip()), f"{at}target", "a non-empty string", target)
+        if section.kind == "python":
+            module, _, function = target.partition(":")
+            _require(bool(module) and function.isidentifier(), f"{at}target", "a Python callable as module:function", target)
+        if section.kind == "http":
+            _require(target.startswith(("http://", "https://")), f"{at}target", "an http:// or https:// URL", target)
+        headers = section.headers
+        _require(isinstance(headers, Mapping) and all(isinstance(v, str) for v in headers.values()),
+                 f"{at}headers", "a table of string values", headers)
+        _require(_is_number(section.timeout_seconds) and section.timeout_seconds > 0,
+                 f"{at}timeout_seconds", "a number of seconds > 0", section.timeout_seconds)
+        _require(_is_count(section.retries), f"{at}retries", "a whole number >= 0", section.retries)
+        _require(_is_number(section.backoff_seconds) and section.backoff_seconds >= 0,
+                 f"{at}backoff_seconds", "a number of seconds >= 0", section.backoff_seconds)
+    elif isinstance(section, RegistryConfig):
+        _require(isinstance(section.url, str) and section.url.startswith(("http://", "https://")),
+                 f"{at}url", "an http:// or https:// URL", section.url)
+        _require(_is_count(section.retries), f"{at}retries", "a whole number >= 0", section.retries)
+        for name in ("timeout_seconds", "backoff_seconds", "max_backoff_seconds"):
+            value = getattr(section, name)
+            _require(_is_number(value) and value >= 0, f"{at}{name}", "a number of seconds >= 0", value)
+        _require(section.timeout_seconds > 0, f"{at}timeout_seconds", "a number of seconds > 0", section.timeout_seconds)
+        _require(isinstance(section.verify, (bool, str)) and section.verify != "",
+                 f"{at}verify", "true, false or the path of a CA bundle", section.verify)
+        _require(not section.key or bool(section.cert), f"{at}cert", "a client certificate path when registry.key is set", section.cert)
+        _require(not section.password or bool(section.username), f"{at}username",
+                 "a user name when registry.password is set", section.username)
+        _check_subject_format(section.subject_pattern, f"{at}subject_format")
+    elif isinstance(section, TableConfig):
+        _require(section.buckets >= 1, f"{at}buckets", "a whole number of at least 1", section.buckets)
+        _require(section.keep_versions >= 1, f"{at}keep_versions", "a whole number of at least 1", section.keep_versions)
+        _require(section.tombstone_retention_hours >= 0, f"{at}tombstone_retention_hours", "a number of hours >= 0")
+        for column in section.key or ():
+            _require(bool(_IDENTIFIER.match(column)), f"{at}key", "a list of column names", list(section.key or ()))
+    elif isinstance(section, SourceConfig):
+        if section.kind == "files":
+            _require(bool(section.paths), f"{at}paths", "a list of file paths or globs of kcat -J output")
+        else:
+            _require(bool(section.bootstrap_servers), f"{at}bootstrap_servers", "host:port[,host:port]")
+            _require(bool(section.topics or section.topic_pattern), f"{at}topics", "a list of topics, or source.topic_pattern")
+    elif isinstance(section, NamingConfig):
+        if section.regexp:
+            try:
+                re.compile(section.regexp)
+            except re.error as exc:
+                raise ConfigError(f"{at}regexp", "a valid regular expression", section.regexp, hint=str(exc)) from None
+    elif isinstance(section, Config):
+        _require(bool(section.warehouse), "warehouse", "a path or URI for the lake's root")
+        _require("://" in section.warehouse or section.warehouse.startswith("/"),
+                 "warehouse", "an absolute path or a URI such as s3a://bucket/lake", section.warehouse)
+        _require(bool(_IDENTIFIER.match(section.database)), "database", "a database name of letters, digits and _", section.database)
+        _check(section.source, "source")
+        _check(section.naming, "naming")
+        _check(section.defaults, "defaults")
+        for name, table in section.tables.items():
+            _check(table, f"tables.{name}")
+    else:
+        raise TypeError(f"no rules for {type(section).__name__}")
+
+
+def _check_subject_format(pattern: str, key: str) -> None:
+    try:
+        names = {name for _, name, _, _ in string.Formatter().parse(pattern) if name is not None}
+    except ValueError as error:
+        raise ConfigError(key, "a format string", pattern, hint=str(error)) from None
+    _require(bool(names) and names <= set(_SUBJECT_PLACEHOLDERS), key,
+             f"{', '.join(SUBJECT_STRATEGIES)} or a format string using {{topic}}, {{kind}} and/or {{record}}", pattern)

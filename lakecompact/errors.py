@@ -6,6 +6,8 @@ from __future__ import annotations
 class LakecompactError(Exception):
     """Root of every error lakecompact raises on purpose; the CLI prints these without a traceback."""
 
+    exit_code = 2  # the CLI's exit status for this error
+
 
 class ConfigError(LakecompactError):
     def __init__(self, key: str, expected: str, got: object = None, *, hint: str = ""):
@@ -32,9 +34,26 @@ class IncompatibleSchemaChange(SchemaError):
 
 
 class LockHeld(LakecompactError):
+    """Another job holds the lock: for a scheduled job that is no failure (exit status 0)."""
+
+    exit_code = 0
+
     def __init__(self, subject: str, path: str, owner: str):
         self.subject, self.path, self.owner = subject, path, owner
         super().__init__(f"{subject} by another job ({owner}); if that job is gone, remove the lock file {path}")
+
+
+class MetastoreBusy(LakecompactError):
+    """Another process holds the embedded metastore, and this one was told not to wait."""
+
+    exit_code = 3
+
+    def __init__(self, metastore: str, holder: str):
+        self.metastore, self.holder = metastore, holder
+        super().__init__(
+            f"the embedded metastore {metastore} is in use by {holder}; run again when it is done, or use a "
+            f"shared metastore ([metastore] uri) for jobs side by side"
+        )
 
 
 class UnknownTable(LakecompactError):
@@ -49,3 +68,24 @@ class UnknownTable(LakecompactError):
 
 class RollbackError(LakecompactError):
     """A rollback that cannot be done (no earlier version kept)."""
+
+
+class QueryError(LakecompactError):
+    """A query Spark refused: bad syntax, an unknown table or column."""
+
+    exit_code = 4
+
+    def __init__(self, message: str):
+        # Spark's first line names the error class and what was wrong; the rest repeats the query
+        self.spark_message = message
+        super().__init__(f"sql: {message.strip().splitlines()[0] if message.strip() else 'the query failed'}")
+
+
+class InputFileError(LakecompactError):
+    """A file named on the command line that is missing or not what it should be."""
+
+    exit_code = 5
+
+    def __init__(self, option: str, path: str, expected: str, problem: str):
+        self.option, self.path = option, path
+        super().__init__(f"{option} {path}: expected {expected}; {problem}")

@@ -1,16 +1,13 @@
-"""Topic names into table names, and the identifiers lakecompact lets reach SQL."""
+"""Names: a topic's table, and the metastore objects of a table."""
 
 from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING
 
-from lakecompact.errors import SchemaError
-
 if TYPE_CHECKING:
     from lakecompact.config import Config
 
-_SAFE_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _UNSAFE_CHARS = re.compile(r"[^a-z0-9_]")
 
 
@@ -33,12 +30,16 @@ def table_for_topic(topic: str, config: Config) -> str:
     return f"t_{name}" if name[:1].isdigit() else name
 
 
-def check_identifier(name: str, what: str = "identifier") -> str:
-    """Names from a registry or a topic reach SQL only through here (and are then backquoted)."""
-    if not isinstance(name, str) or not _SAFE_IDENTIFIER.match(name):
-        raise SchemaError(f"{what} {name!r} is not usable: expected letters, digits and _ only, not starting with a digit")
-    return name
+def base_table(table: str) -> str:
+    """The current base version of `table` (every key, tombstones included)."""
+    return f"{table}_base"
 
 
-def quote(name: str) -> str:
-    return f"`{check_identifier(name)}`"
+def increments_table(table: str) -> str:
+    """The committed, not yet compacted increment batches of `table`."""
+    return f"{table}_increments"
+
+
+def changes_table(table: str) -> str:
+    """The change feed of `table`, one partition per base version."""
+    return f"{table}_changes"

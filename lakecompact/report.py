@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import time
-from contextlib import contextmanager
 
 
 def say(message: str) -> None:
@@ -13,15 +12,6 @@ def say(message: str) -> None:
 
 def warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr, flush=True)
-
-
-@contextmanager
-def timed(what: str):
-    """Print `what ... done in 1.2s` around a step, so long work shows progress."""
-    started = time.monotonic()
-    say(f"{what} ...")
-    yield
-    say(f"{what}: done in {time.monotonic() - started:.1f}s")
 
 
 def seconds_since(started: float) -> str:

@@ -7,8 +7,10 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from lakecompact import metastore_guard
 from lakecompact.config import Config
 
+LOG4J_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
 # jars for the Kafka and Avro sources, fetched by scripts/stack/install.sh; clusters use --packages instead.
 STACK_JARS = Path(__file__).resolve().parent.parent / ".stack" / "jars"
 
@@ -18,9 +20,13 @@ def warehouse_uri(warehouse: str) -> str:
     return warehouse if "://" in warehouse or warehouse.startswith("file:") else f"file:{warehouse}"
 
 
-def session_conf(config: Config) -> dict[str, str]:
-    """Spark settings lakecompact needs, before the user's [spark.conf] overrides."""
+def session_conf(config: Config, *, verbose: bool = False) -> dict[str, str]:
+    """Spark settings lakecompact needs, before the user's [spark.conf] overrides.
+
+    Unless `verbose`, Spark logs errors only, from the JVM's start on (log4j2.properties beside this file).
+    """
     root = warehouse_uri(config.warehouse).rstrip("/")
+    java_options = [] if verbose else [f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"]
     conf = {
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.catalogImplementation": "hive",
@@ -55,7 +61,9 @@ def session_conf(config: Config) -> dict[str, str]:
         conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
             f"jdbc:derby:;databaseName={metastore_dir / 'metastore_db'};create=true"
         )
-        conf["spark.driver.extraJavaOptions"] = f"-Dderby.stream.error.file={metastore_dir / 'derby.log'}"
+        java_options.append(f"-Dderby.stream.error.file={metastore_dir / 'derby.log'}")
+    if java_options:
+        conf["spark.driver.extraJavaOptions"] = " ".join(java_options)
     jars = _stack_jars(config)
     if jars:
         conf["spark.jars"] = ",".join(jars)
@@ -71,17 +79,31 @@ def _stack_jars(config: Config) -> list[str]:
     return found
 
 
-def create_session(config: Config) -> SparkSession:
-    """Build (or join) the session; under spark-submit the master comes from spark-submit."""
+def embedded_metastore(config: Config) -> Path | None:
+    """The folder of the embedded Derby metastore, or None when the config names a shared one."""
+    if config.metastore.uri or config.metastore.jdbc_url or "://" in config.warehouse:
+        return None
+    return Path(config.warehouse) / "_metastore"
+
+
+def create_session(config: Config, *, wait: bool = True, verbose: bool = False) -> SparkSession:
+    """Build (or join) the session; under spark-submit the master comes from spark-submit.
+
+    On the embedded metastore one process works at a time: a second one waits for the first (or, with
+    wait=False, raises MetastoreBusy) before its JVM touches the metastore.
+    """
+    metastore_dir = embedded_metastore(config)
+    if metastore_dir is not None and SparkSession.getActiveSession() is None:
+        metastore_guard.hold(metastore_dir, wait=wait)
     if "://" not in config.warehouse:
         (Path(config.warehouse) / "_metastore").mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder.appName(config.spark.app_name)
     if not os.environ.get("PYSPARK_GATEWAY_PORT"):
         # not launched by spark-submit, whose --master must win when it is
         builder = builder.master(config.spark.master)
-    for key, value in session_conf(config).items():
+    for key, value in session_conf(config, verbose=verbose).items():
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("LAKECOMPACT_SPARK_LOG_LEVEL", "ERROR"))
+    spark.sparkContext.setLogLevel(os.environ.get("LAKECOMPACT_SPARK_LOG_LEVEL", "WARN" if verbose else "ERROR"))
     return spark
 

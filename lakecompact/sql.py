@@ -12,7 +12,7 @@ import sqlglot
 from pyspark.sql import DataFrame, SparkSession
 
 from lakecompact.errors import LakecompactError
-from lakecompact.naming import check_identifier, quote
+from lakecompact.identifiers import check_identifier, quote
 
 
 def _template_dir() -> str:
@@ -71,8 +71,18 @@ def parse_check(sql: str, template: str = "<sql>", dialect: str = "spark") -> No
         raise InvalidSql(template, sql, exc) from None
 
 
+def render_checked(template: str, *, parse_as: str = "spark", **context) -> str:
+    """Render one template and parse-check the SQL it gives (as Spark SQL, or `parse_as` another dialect)."""
+    sql = render(template, **context)
+    parse_check(sql, template, parse_as)
+    return sql
+
+
 def run(spark: SparkSession, template: str, **context) -> DataFrame:
     """Render, parse-check, and run one statement."""
-    sql = render(template, **context)
-    parse_check(sql, template)
-    return spark.sql(sql)
+    return spark.sql(render_checked(template, **context))
+
+
+def query(spark: SparkSession, template: str, context: dict, **relations: DataFrame) -> DataFrame:
+    """One query template, parse-checked, over DataFrames bound to its `{name}` relations."""
+    return spark.sql(render_checked(template, **context), **relations)

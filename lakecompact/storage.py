@@ -1,11 +1,21 @@
-"""File operations on the warehouse through Hadoop's FileSystem, so local, HDFS and S3 behave alike."""
+"""The warehouse's files through Hadoop's FileSystem, so local, HDFS and S3 behave alike: small file
+operations, state kept as write-once numbered JSON files, and the exclusive lock file of a job."""
 
 from __future__ import annotations
 
+import getpass
 import json
+import os
+import re
+import socket
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.sql import SparkSession
+
+from lakecompact.errors import LockHeld
+from lakecompact.report import warn
 
 
 class Storage:
@@ -80,19 +90,81 @@ class VersionedState:
     def __init__(self, storage: Storage, folder: str):
         self.storage, self.folder = storage, folder
 
-    def _numbers(self) -> list[int]:
+    def path(self, number: int) -> str:
+        return f"{self.folder}/{number:012d}.json"
+
+    def numbers(self) -> list[int]:
         names = self.storage.list_names(self.folder)
         return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
 
+    def read(self, number: int) -> Any:
+        return self.storage.read_json(self.path(number))
+
     def latest(self) -> tuple[int, Any]:
-        numbers = self._numbers()
+        numbers = self.numbers()
         if not numbers:
             return 0, None
-        return numbers[-1], self.storage.read_json(f"{self.folder}/{numbers[-1]:012d}.json")
+        return numbers[-1], self.read(numbers[-1])
 
     def write(self, number: int, value: Any) -> None:
-        self.storage.write_json(f"{self.folder}/{number:012d}.json", value, overwrite=True)
+        self.storage.write_json(self.path(number), value, overwrite=True)
+
+    def delete(self, number: int) -> None:
+        self.storage.delete(self.path(number))
 
     def prune(self, keep: int) -> None:
-        for number in self._numbers()[:-keep]:
-            self.storage.delete(f"{self.folder}/{number:012d}.json")
+        for number in self.numbers()[:-keep]:
+            self.delete(number)
+
+
+@contextmanager
+def exclusive_lock(storage: Storage, path: str, subject: str):
+    """One job at a time where it matters (a table's compactor, the lake's lander): an exclusive lock file.
+
+    `subject` says what the holder does, e.g. "table t is being compacted". A lock left by a process of this
+    host that is gone (killed, say) is taken over, with a warning; a live holder's lock is never touched.
+    """
+    owner = f"pid {os.getpid()} on {socket.gethostname()} by {getpass.getuser()} since {datetime.now(UTC):%Y-%m-%d %H:%M:%S}Z"
+    held_by = _try_lock(storage, path, owner)
+    if held_by is not None and _is_stale(held_by):
+        warn(f"{path} was left by a process that is gone ({held_by}); taking it over")
+        if storage.read_text(path) == held_by:  # nobody took it over meanwhile
+            storage.delete(path)
+        held_by = _try_lock(storage, path, owner)
+    if held_by is not None:
+        raise LockHeld(subject, path, held_by)
+    try:
+        yield
+    finally:
+        storage.delete(path)
+
+
+def _try_lock(storage: Storage, path: str, owner: str) -> str | None:
+    """Create the lock file (exclusively); None when this process holds it now, else who holds it."""
+    try:
+        storage.write_text(path, owner, overwrite=False)
+        return None
+    except Exception as exc:  # Hadoop's FileAlreadyExistsException arrives as a Py4J error
+        if "already exists" not in str(exc).lower() and not storage.exists(path):
+            raise
+    try:
+        return storage.read_text(path)
+    except Exception:  # noqa: BLE001 - removed meanwhile, or unreadable: held, by whom is unknown
+        return "unknown"
+
+
+def _is_stale(held_by: str) -> bool:
+    """The holder ran on this host and its process is gone."""
+    match = _OWNER.match(held_by)
+    if match is None or match["host"] != socket.gethostname():
+        return False
+    try:
+        os.kill(int(match["pid"]), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
+
+
+_OWNER = re.compile(r"^pid (?P<pid>\d+) on (?P<host>\S+) ")

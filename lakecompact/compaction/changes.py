@@ -8,89 +8,66 @@ pending increments.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from lakecompact import sql
-from lakecompact.catalog import semantics_context, semantics_sql
-from lakecompact.schema.model import TableSchema
-
-CHANGE_PARTITION = ("__version", "BIGINT")
-
-
-def change_columns(schema: TableSchema) -> list[tuple[str, str]]:
-    """Columns of `<t>_changes`; `before`/`after` are named as in Debezium's envelope."""
-    image = "STRUCT<" + ",".join(f"`{name}`:{kind}" for name, kind in schema.columns) + ">"
-    columns = [("op", "STRING"), ("before", image), ("after", image)]
-    if schema.key:
-        key = "STRUCT<" + ",".join(f"`{k}`:{dict(schema.columns)[k]}" for k in schema.key) + ">"
-        columns.append(("key", key))
-    return columns + [
-        ("__source_ts_ms", "BIGINT"),
-        ("__position", "DECIMAL(38,0)"),
-        ("__seq", "BIGINT"),
-        ("__committed_at", "TIMESTAMP"),
-    ]
+from lakecompact.config import ChangeFeedMode
+from lakecompact.errors import LakecompactError
+from lakecompact.schema.model import TableSchema, change_columns
+from lakecompact.semantics import semantics_context, semantics_sql
+from lakecompact.sql import query
 
 
 def net_changes(spark: SparkSession, schema: TableSchema, before: DataFrame, after: DataFrame) -> DataFrame:
     """Per key: live row in `before` (base N-1) against the row in `after` (base N, tombstones included)."""
     context = {"before": "{before}", "after": "{after}", "key": list(schema.key), "columns": schema.column_names}
-    return _query(spark, "change_net.sql.j2", context, before=before, after=after)
+    return query(spark, "change_net.sql.j2", context, before=before, after=after)
 
 
 def event_changes(spark: SparkSession, schema: TableSchema, base: DataFrame, increments: DataFrame) -> DataFrame:
     """Every applied event in source order; `base` is base N-1 (the buckets the increments touch)."""
     relations = {"base": "{base}", "increments": "{increments}"}
-    late = _query(spark, "late_events.sql.j2", {**relations, "key": list(schema.key)}, base=base, increments=increments)
+    late = query(spark, "late_events.sql.j2", {**relations, "key": list(schema.key)}, base=base, increments=increments)
     repaired = spark.sql(semantics_sql(schema, base="{base}", increments="{late}", live_only=False), base=base, late=late)
     context = semantics_context(schema, **relations, live_only=False, repaired="{repaired}")
-    return _query(spark, "change_events.sql.j2", context, base=base, increments=increments, repaired=repaired)
-
-
-def _query(spark: SparkSession, template: str, context: dict, **relations: DataFrame) -> DataFrame:
-    """One template, parse-checked, over DataFrames bound to its `{name}` relations."""
-    query = sql.render(template, **context)
-    sql.parse_check(query, template)
-    return spark.sql(query, **relations)
+    return query(spark, "change_events.sql.j2", context, base=base, increments=increments, repaired=repaired)
 
 
 def appended_changes(schema: TableSchema, new_rows: DataFrame) -> DataFrame:
     """Keyless tables: each appended event is an insert (or, for a delete event, a delete)."""
     image = F.struct(*[F.col(c) for c in schema.column_names])
     rows = new_rows.where(F.col("__op") != "t")
+    deleted = F.col("__op") == "d"
+    order = Window.orderBy("__position", "__kafka_partition", "__kafka_offset")
     return rows.select(
-        F.when(F.col("__op") == "d", "d").otherwise("i").alias("op"),
-        F.when(F.col("__op") == "d", image).alias("before"),
-        F.when(F.col("__op") != "d", image).alias("after"),
+        F.when(deleted, "d").otherwise("i").alias("op"),
+        F.when(deleted, image).alias("before"),
+        F.when(~deleted, image).alias("after"),
         "__source_ts_ms",
         "__position",
-        F.row_number().over(_seq_window()).cast("bigint").alias("__seq"),
+        F.row_number().over(order).cast("bigint").alias("__seq"),
     )
-
-
-def _seq_window():
-    from pyspark.sql import Window
-
-    return Window.orderBy("__position", "__kafka_partition", "__kafka_offset")
 
 
 def feed(
     spark: SparkSession,
     schema: TableSchema,
-    mode: str,
+    mode: ChangeFeedMode,
     *,
     before: DataFrame,
     after: DataFrame,
     increments: DataFrame,
     committed_at: str,
 ) -> DataFrame:
+    """The rows of `<t>_changes` for one version (`mode` "off" writes no feed: the caller does not ask)."""
     if schema.keyless:
         frame = appended_changes(schema, after)
     elif mode == "events":
         frame = event_changes(spark, schema, before, increments)
-    else:
+    elif mode == "net":
         frame = net_changes(spark, schema, before, after)
+    else:
+        raise LakecompactError(f"change_feed of table {schema.table}: expected net or events, got {mode!r}")
     columns = [name for name, _ in change_columns(schema)]
     frame = frame.withColumn("__seq", F.col("__seq").cast("bigint")).withColumn(
         "__committed_at", F.to_timestamp(F.lit(committed_at))

@@ -14,24 +14,29 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from lakecompact.catalog import Catalog, TablePaths, semantics_sql
+from lakecompact import sql
+from lakecompact.catalog import VERSION_PROPERTY, Catalog, TablePaths
 from lakecompact.compaction import changes
-from lakecompact.compaction.lock import exclusive_lock
 from lakecompact.compaction.manifest import Manifest, Manifests
 from lakecompact.config import Config
-from lakecompact.errors import RollbackError
+from lakecompact.errors import LockHeld, RollbackError
+from lakecompact.identifiers import column_list
+from lakecompact.naming import base_table, changes_table, increments_table
 from lakecompact.report import say, seconds_since, warn
-from lakecompact.schema.model import BASE_EXTRA, META_COLUMNS, TableSchema
+from lakecompact.schema.model import BASE_EXTRA, CHANGE_PARTITION, META_COLUMNS, TableSchema
+from lakecompact.semantics import semantics_sql
+from lakecompact.storage import exclusive_lock
 
-VERSION_PROPERTY = "lakecompact.base_version"
-MARKER_BUCKET = -1
+__all__ = ["VERSION_PROPERTY", "CompactReport", "Compactor", "compact", "rollback"]
+
+MARKER_BUCKET = -1  # the truncate marker's bucket: read by every compaction and by the view
 
 
-@dataclass
+@dataclass(frozen=True)
 class CompactReport:
     table: str
     version: int
@@ -42,9 +47,25 @@ class CompactReport:
     bucket_count: int = 0
 
 
-def bucket_expression(schema: TableSchema, bucket_count: int) -> str:
-    keys = ", ".join(f"`{k}`" for k in schema.key)
-    return f"pmod(xxhash64({keys}), {bucket_count})"
+@dataclass(frozen=True)
+class VersionPlan:
+    """What version N+1 reads and writes: the base buckets read, and the buckets (re)written."""
+
+    bucket_count: int
+    events_in: int
+    truncated: bool
+    touched: tuple[int, ...]  # buckets of base N that are read
+    target: tuple[int, ...]  # buckets that version N+1 writes (folders v=N+1/__bucket=b)
+
+
+@dataclass(frozen=True)
+class WrittenRows:
+    rows: int
+    live: int
+
+
+def bucket_expression(schema: TableSchema, bucket_count: int) -> Column:
+    return F.expr(sql.render_checked("clauses/bucket.sql.j2", key=list(schema.key), bucket_count=bucket_count))
 
 
 class Compactor:
@@ -57,8 +78,9 @@ class Compactor:
         self.settings = config.table(table)
         self.paths: TablePaths = self.catalog.paths(table)
         self.manifests = Manifests(self.storage, f"{self.paths.state}/manifests")
-        self.base_table = f"{table}_base"
-        self.increments_table = f"{table}_increments"
+        self.base_table = base_table(table)
+        self.increments_table = increments_table(table)
+        self.changes_table = changes_table(table)
 
     def lock(self):
         return exclusive_lock(self.storage, f"{self.paths.state}/compact.lock", f"table {self.table} is being compacted")
@@ -89,9 +111,7 @@ class Compactor:
                 say(f"compact {self.table}: nothing pending (base v{current.version}) in {seconds_since(started)}")
                 return None
             version = current.version + 1
-            increments = self.spark.table(f"`{self.config.database}`.`{self.increments_table}`").where(
-                F.col("__batch").isin([b for _, b in pending])
-            )
+            increments = self.catalog.table(self.increments_table).where(F.col("__batch").isin([b for _, b in pending]))
             report = self._write_version(current, version, increments, pending)
             self._point_base_at(self.manifests.read(version))
             self._publish_changes(version)
@@ -109,83 +129,96 @@ class Compactor:
         return sorted(((p["__hour"], int(p["__batch"])) for p in parts), key=lambda p: p[1])
 
     def _base_schema(self) -> StructType:
-        columns = self.schema.columns + list(META_COLUMNS) + list(BASE_EXTRA)
-        return StructType.fromDDL(", ".join(f"`{name}` {kind}" for name, kind in columns))
+        return StructType.fromDDL(column_list(self.schema.columns + list(META_COLUMNS) + list(BASE_EXTRA)))
 
-    def _read_base(self, manifest: Manifest, buckets: list[int]) -> DataFrame:
+    def _read_base(self, manifest: Manifest, buckets: tuple[int, ...]) -> DataFrame:
         locations = [self.paths.base_bucket(manifest.buckets[b], b) for b in buckets if b in manifest.buckets]
         if not locations:
             return self.spark.createDataFrame([], self._base_schema())
         return self.spark.read.schema(self._base_schema()).parquet(*locations)
 
-    def _write_version(self, current: Manifest, version: int, increments: DataFrame, pending) -> CompactReport:
-        keyless = self.schema.keyless
+    def _bucket(self, bucket_count: int, version: int) -> Column:
+        """Keyed tables: the key's hash bucket. Keyless: every version appends a chunk (bucket) of its own."""
+        return F.lit(version) if self.schema.keyless else bucket_expression(self.schema, bucket_count)
+
+    def _plan(self, current: Manifest, version: int, increments: DataFrame) -> VersionPlan:
+        """One pass over the increments: their count, whether a truncate is among them, the buckets they touch
+        (at most bucket_count small ints reach the driver)."""
         bucket_count = current.bucket_count if current.buckets else self._bucket_count()
-        if not keyless and current.buckets and bucket_count != self.settings.buckets:
+        if not self.schema.keyless and current.buckets and bucket_count != self.settings.buckets:
             warn(f"{self.table}: has {bucket_count} buckets; buckets = {self.settings.buckets} applies to new tables only")
-        bucket = F.lit(version) if keyless else F.expr(bucket_expression(self.schema, bucket_count))
-        # one pass over the increments: their count, whether a truncate is among them, the buckets they touch
-        # (at most bucket_count small ints reach the driver)
         summary = increments.agg(
             F.count(F.lit(1)).alias("events"),
             F.max((F.col("__op") == "t").cast("int")).alias("truncated"),
-            F.collect_set(F.when(F.col("__op") != "t", bucket)).alias("buckets"),
+            F.collect_set(F.when(F.col("__op") != "t", self._bucket(bucket_count, version))).alias("buckets"),
         ).first()
-        events_in, truncated = summary.events, bool(summary.truncated)
-        marker = [MARKER_BUCKET] if MARKER_BUCKET in current.buckets else []
-        if keyless:
+        truncated = bool(summary.truncated)
+        marker = (MARKER_BUCKET,) if MARKER_BUCKET in current.buckets else ()
+        if self.schema.keyless:
             # an event delivered again must be found in any chunk; new rows go to a chunk of their own
-            touched = sorted(current.buckets)
-            target = {b: version for b in ([version] + [MARKER_BUCKET] if truncated else [version])}
+            touched = tuple(sorted(current.buckets))
+            target = (version, MARKER_BUCKET) if truncated else (version,)
         else:
-            if truncated:
-                touched = list(range(bucket_count)) + marker
-            else:
-                touched = sorted(summary.buckets) + marker
-            target = {b: version for b in touched if b != MARKER_BUCKET}
-            if truncated:
-                target[MARKER_BUCKET] = version
-        base = self._read_base(current, touched)
+            touched = tuple(range(bucket_count) if truncated else sorted(summary.buckets)) + marker
+            target = tuple(b for b in touched if b != MARKER_BUCKET) + ((MARKER_BUCKET,) if truncated else ())
+        return VersionPlan(bucket_count, summary.events, truncated, touched, target)
+
+    def _latest_rows(self, plan: VersionPlan, version: int, base: DataFrame, increments: DataFrame) -> DataFrame:
+        """Base N+1's rows of the target buckets, with their `__bucket`."""
+        keyless = self.schema.keyless
         query = semantics_sql(
             self.schema, base="{base}", increments="{increments}", live_only=False,
-            new_rows_only=keyless and not truncated,
+            new_rows_only=keyless and not plan.truncated,
         )
         rows = self.spark.sql(query, base=base, increments=increments)
-        if not truncated:  # the truncate marker's bucket is rewritten only for a new truncate
+        if not plan.truncated:  # the truncate marker's bucket is rewritten only for a new truncate
             rows = rows.where(F.col("__op") != "t")
-        # the truncate marker lives in a bucket of its own, read by every compaction and by the view
-        rows = rows.withColumn("__bucket", F.when(F.col("__op") == "t", F.lit(MARKER_BUCKET)).otherwise(bucket))
-        rows = self._purge_tombstones(rows)
+        rows = rows.withColumn(
+            "__bucket",
+            F.when(F.col("__op") == "t", F.lit(MARKER_BUCKET)).otherwise(self._bucket(plan.bucket_count, version)),
+        )
+        return self._purge_tombstones(rows)
+
+    def _write_rows(self, rows: DataFrame, plan: VersionPlan, version: int) -> WrittenRows:
+        """Write the version's folders; counted while written (no second read)."""
         location = self.paths.base_version(version)
         self.storage.delete(location)  # a half-written attempt of this version is garbage
-        rows.repartition(max(len(target), 1), "__bucket").write.partitionBy("__bucket").parquet(location)
-        for b in target:
+        counted = Observation()
+        rows = rows.observe(
+            counted, F.count(F.lit(1)).alias("rows"), F.count(F.when(~F.col("__deleted"), 1)).alias("live")
+        )
+        rows.repartition(max(len(plan.target), 1), "__bucket").write.partitionBy("__bucket").parquet(location)
+        for b in plan.target:
             self.storage.mkdirs(self.paths.base_bucket(version, b))
-        written = self._read_base_version(location)
-        counts = written.agg(F.count(F.lit(1)).alias("rows"), F.count(F.when(~F.col("__deleted"), 1)).alias("live")).first()
-        rows_out, live_rows = counts.rows, counts.live
-        self._write_changes(version, before=base, after=written, increments=increments)
-        buckets = {} if keyless and truncated else dict(current.buckets)
-        buckets.update(target)
-        manifest = Manifest(
+        metrics = counted.get
+        return WrittenRows(metrics["rows"], metrics["live"])
+
+    def _write_version(self, current: Manifest, version: int, increments: DataFrame, pending) -> CompactReport:
+        plan = self._plan(current, version, increments)
+        base = self._read_base(current, plan.touched)
+        written = self._write_rows(self._latest_rows(plan, version, base, increments), plan, version)
+        after = self.spark.read.schema(self._base_schema()).parquet(self.paths.base_version(version))
+        self._write_changes(version, before=base, after=after, increments=increments)
+        buckets = {} if self.schema.keyless and plan.truncated else dict(current.buckets)
+        buckets.update({b: version for b in plan.target})
+        self.manifests.write(Manifest(
             version,
             buckets,
-            bucket_count,
+            plan.bucket_count,
             tuple(pending),
             {
-                "events_in": events_in,
-                "rows_written": rows_out,
-                "buckets_rewritten": sorted(target),
+                "events_in": plan.events_in,
+                "rows_written": written.rows,
+                "buckets_rewritten": sorted(plan.target),
                 "created_at": datetime.now(UTC).isoformat(),
             },
-        )
-        self.manifests.write(manifest)
+        ))
         data_buckets = [b for b in buckets if b != MARKER_BUCKET]
-        rewritten = [b for b in target if b != MARKER_BUCKET]
-        return CompactReport(self.table, version, events_in, rows_out, live_rows, len(rewritten), max(bucket_count, len(data_buckets)))
-
-    def _read_base_version(self, location: str) -> DataFrame:
-        return self.spark.read.schema(self._base_schema()).parquet(location)
+        rewritten = [b for b in plan.target if b != MARKER_BUCKET]
+        return CompactReport(
+            self.table, version, plan.events_in, written.rows, written.live, len(rewritten),
+            max(plan.bucket_count, len(data_buckets)),
+        )
 
     def _write_changes(self, version: int, *, before: DataFrame, after: DataFrame, increments: DataFrame) -> None:
         """Staged beside the feed; published (one rename) only once the version is committed."""
@@ -205,8 +238,8 @@ class Compactor:
             self.storage.delete(final)
             self.storage.rename(staging, final)
         if self.storage.exists(final):
-            self.catalog.add_partitions(f"{self.table}_changes", [([("__version", version)], final)])
-            self.catalog.refresh(f"{self.table}_changes")
+            self.catalog.add_partitions(self.changes_table, [([(CHANGE_PARTITION[0], version)], final)])
+            self.catalog.refresh(self.changes_table)
 
     def _purge_tombstones(self, rows: DataFrame) -> DataFrame:
         if self.settings.delete_mode != "hard":
@@ -267,16 +300,15 @@ class Compactor:
 
     def _collect_changes(self, kept: set[int]) -> None:
         """The feed keeps the versions the base keeps (README: Change feed)."""
-        root = f"{self.paths.root}/changes"
-        for name in self.storage.list_names(f"{root}/_staging"):
+        for name in self.storage.list_names(self.paths.changes_staging_root):
             if name.startswith("v=") and int(name[2:]) not in kept:
-                self.storage.delete(f"{root}/_staging/{name}")
+                self.storage.delete(self.paths.changes_staging(int(name[2:])))
         dropped = []
-        for name in self.storage.list_names(root):
+        for name in self.storage.list_names(self.paths.changes_root):
             if name.startswith("v=") and int(name[2:]) not in kept:
                 dropped.append(int(name[2:]))
-                self.storage.delete(f"{root}/{name}")
-        self.catalog.drop_partitions(f"{self.table}_changes", [[("__version", v)] for v in dropped])
+                self.storage.delete(self.paths.changes(int(name[2:])))
+        self.catalog.drop_partitions(self.changes_table, [[(CHANGE_PARTITION[0], v)] for v in dropped])
 
     # -- rollback --------------------------------------------------------------------------------
     def rollback(self) -> int:
@@ -303,7 +335,7 @@ class Compactor:
             self.catalog.add_partitions(self.increments_table, restored)
             self.manifests.retire(current.version)
             self._point_base_at(previous)
-            self.catalog.drop_partitions(f"{self.table}_changes", [[("__version", current.version)]])
+            self.catalog.drop_partitions(self.changes_table, [[(CHANGE_PARTITION[0], current.version)]])
             self.storage.delete(self.paths.changes(current.version))
             self.storage.delete(self.paths.base_version(current.version))
         say(
@@ -313,12 +345,21 @@ class Compactor:
         return previous.version
 
 
-def compact(spark: SparkSession, config: Config, tables: list[str] | None = None) -> list[CompactReport]:
+def compact(
+    spark: SparkSession, config: Config, tables: list[str] | None = None, *, skip_busy: bool = False
+) -> list[CompactReport]:
+    """Compact the tables (default: all); `skip_busy`: a table another compactor holds is skipped, saying so."""
     catalog = Catalog(spark, config)
     names = tables or catalog.tables()
     reports = []
     for name in names:
-        report = Compactor(spark, config, name).compact()
+        try:
+            report = Compactor(spark, config, name).compact()
+        except LockHeld as busy:
+            if not skip_busy:
+                raise
+            say(f"compact {name}: skipped, {busy}")
+            continue
         if report:
             reports.append(report)
     if not names:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lakecompact.storage import Storage
+from lakecompact.storage import Storage, VersionedState
 
 
 @dataclass(frozen=True)
@@ -41,29 +41,28 @@ class Manifest:
 
 
 class Manifests:
+    """The manifests of one table, one numbered file per version."""
+
     def __init__(self, storage: Storage, folder: str):
         self.storage, self.folder = storage, folder
-
-    def _path(self, version: int) -> str:
-        return f"{self.folder}/{version:012d}.json"
+        self._files = VersionedState(storage, folder)
 
     def versions(self) -> list[int]:
-        names = self.storage.list_names(self.folder)
-        return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
+        return self._files.numbers()
 
     def read(self, version: int) -> Manifest:
-        return Manifest.from_json(self.storage.read_json(self._path(version)))
+        return Manifest.from_json(self._files.read(version))
 
     def latest(self, bucket_count: int) -> Manifest:
         versions = self.versions()
         return self.read(versions[-1]) if versions else Manifest(0, {}, bucket_count)
 
     def write(self, manifest: Manifest) -> None:
-        self.storage.write_json(self._path(manifest.version), manifest.to_json(), overwrite=True)
+        self._files.write(manifest.version, manifest.to_json())
 
     def retire(self, version: int) -> None:
         """Take a version out of the chain (rollback): kept aside, never read again."""
-        self.storage.rename(self._path(version), f"{self.folder}/rolled-back/{version:012d}.json")
+        self.storage.rename(self._files.path(version), f"{self.folder}/rolled-back/{version:012d}.json")
 
     def delete(self, version: int) -> None:
-        self.storage.delete(self._path(version))
+        self._files.delete(version)

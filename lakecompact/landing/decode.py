@@ -7,13 +7,15 @@ sees the few distinct schemas of a batch, never the rows.
 from __future__ import annotations
 
 import json
+import typing
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakecompact.errors import SchemaError
+from lakecompact.identifiers import quote, struct_type
 from lakecompact.schema.connect import Field, decode, is_placeholder, lost_inside, row_fields, schema_hash
 from lakecompact.schema.model import META_COLUMNS, TableSchema
 
@@ -21,10 +23,11 @@ from lakecompact.schema.model import META_COLUMNS, TableSchema
 RAW_COLUMNS = ("__kafka_topic", "__kafka_partition", "__kafka_offset", "key", "payload", "__origin", "__value_bytes")
 AVRO_PREFIX = "avro:"
 
-_SOURCE_WIRE = (
-    "STRUCT<`connector`:STRING,`ts_ms`:BIGINT,`ts_sec`:BIGINT,`ts_us`:BIGINT,`ts_ns`:BIGINT,`lsn`:BIGINT,"
-    "`file`:STRING,`pos`:BIGINT,`row`:INT,`snapshot`:STRING,`db`:STRING,`schema`:STRING,`table`:STRING>"
-)
+_SOURCE_WIRE = struct_type([
+    ("connector", "STRING"), ("ts_ms", "BIGINT"), ("ts_sec", "BIGINT"), ("ts_us", "BIGINT"), ("ts_ns", "BIGINT"),
+    ("lsn", "BIGINT"), ("file", "STRING"), ("pos", "BIGINT"), ("row", "INT"), ("snapshot", "STRING"),
+    ("db", "STRING"), ("schema", "STRING"), ("table", "STRING"),
+])
 # ExtractNewRecordState add.fields names, as `__<field>` or `__source_<field>`.
 _FLAT_META = {
     "__op": "STRING",
@@ -53,11 +56,16 @@ OPS = ("c", "r", "u", "d", "t")
 _DELETE_MARKERS = {"__deleted", "__op"}
 
 
+# "envelope", "flat" (ExtractNewRecordState rows), or "skip" (heartbeats, transactions, schema changes, PG messages)
+ShapeKind = Literal["envelope", "flat", "skip"]
+SHAPE_KINDS: tuple[str, ...] = typing.get_args(ShapeKind)
+
+
 @dataclass(frozen=True)
 class MessageShape:
     """How the values of one topic (with one schema) are laid out."""
 
-    kind: str  # "envelope", "flat", or "skip" (heartbeats, transactions, schema changes, PG messages)
+    kind: ShapeKind
     fields: tuple[Field, ...] = ()
     schema_hash: str | None = None  # None: events without an embedded schema
     # flattened rows: whether they say a row was deleted (`__deleted` / `__op`); None: no field seen to tell
@@ -126,10 +134,6 @@ def key_columns(key_schema: dict[str, Any] | None, key_sample: list[str]) -> tup
     return tuple(key_sample)
 
 
-def _struct(fields: list[tuple[str, str]]) -> str:
-    return "STRUCT<" + ",".join(f"`{name}`:{kind}" for name, kind in fields) + ">"
-
-
 def decode_events(
     events: DataFrame,
     shape: MessageShape,
@@ -143,50 +147,9 @@ def decode_events(
     DECIMAL(38,30), say) decodes to NULL, and the row's reason names each such column (`_unfit`).
     """
     fields = list(shape.fields) or list(table.fields)
-    wire_row = [(f.name, f.wire_type) for f in fields]
-    if shape.kind == "envelope":
-        wire = _struct(
-            [("before", _struct(wire_row)), ("after", _struct(wire_row)), ("source", _SOURCE_WIRE),
-             ("op", "STRING"), ("__corrupt", "STRING")]
-        )
-    else:
-        wire = _struct(wire_row + list(_FLAT_META.items()) + [("__corrupt", "STRING")])
-    parsed = events.withColumn(
-        "m", F.from_json("value_json", wire, {"columnNameOfCorruptRecord": "__corrupt", "mode": "PERMISSIVE"})
-    )
     key_wire = [(f.name, f.wire_type) for f in fields if f.name in table.key]
-    if key_wire:
-        parsed = parsed.withColumn("k", F.from_json("key_json", _struct(key_wire)))
-    if shape.kind == "envelope":
-        parsed = parsed.withColumn("op", F.col("m.op")).withColumn(
-            "image", F.when(F.col("op") == "d", F.col("m.before")).otherwise(F.col("m.after"))
-        )
-        meta = _envelope_meta()
-    else:
-        deleted = F.lower(F.col("m.__deleted")) == "true"
-        op = F.coalesce(F.col("m.__op"), F.when(deleted, F.lit("d")).otherwise(F.lit("u")))
-        parsed = parsed.withColumn("op", op).withColumn("image", F.col("m"))
-        meta = _flat_meta()
-    present = {f.name: f for f in fields}
-    columns: list[Column] = []
-    toast_checks: list[str] = []
-    unfit: list[Column] = []
-    for field in table.fields:
-        name = field.name
-        if name not in present:
-            columns.append(F.lit(None).cast(field.table_type).alias(name))
-            continue
-        wire_schema = present[name].schema  # this event's own type; a widened table type is a cast away
-        value = decode(f"image.`{name}`", wire_schema)
-        check = is_placeholder(f"image.`{name}`", wire_schema, placeholder)
-        if check:
-            toast_checks.append(f"IF({check}, '{name}', NULL)")
-            value = f"IF({check}, NULL, {value})"
-        keyed = name in table.key and bool(key_wire)
-        if keyed:
-            value = f"coalesce({value}, {decode(f'k.`{name}`', wire_schema)})"
-        columns.append(F.expr(f"try_cast({value} AS {field.table_type})").alias(name))
-        unfit.append(_unfit(name, field.table_type, wire_schema, toastable=bool(check), keyed=keyed))
+    parsed, meta = _parse(events, shape, fields, key_wire)
+    columns, toast_checks, unfit = _data_columns(table, fields, bool(key_wire), placeholder)
     toast = f"filter(array({', '.join(toast_checks)}), x -> x IS NOT NULL)" if toast_checks else "CAST(array() AS ARRAY<STRING>)"
     meta["__toast"] = F.expr(toast)
     meta["__landed_at"] = F.to_timestamp(F.lit(landed_at))
@@ -213,16 +176,73 @@ def decode_events(
     )
 
 
+def _parse(
+    events: DataFrame, shape: MessageShape, fields: list[Field], key_wire: list[tuple[str, str]]
+) -> tuple[DataFrame, dict[str, Column]]:
+    """The value as `m` (its wire struct), the key as `k`, the `op`, the row `image`; and the meta columns."""
+    wire_row = [(f.name, f.wire_type) for f in fields]
+    if shape.kind == "envelope":
+        wire = struct_type(
+            [("before", struct_type(wire_row)), ("after", struct_type(wire_row)), ("source", _SOURCE_WIRE),
+             ("op", "STRING"), ("__corrupt", "STRING")]
+        )
+    elif shape.kind == "flat":
+        wire = struct_type(wire_row + list(_FLAT_META.items()) + [("__corrupt", "STRING")])
+    else:
+        raise SchemaError(f"decoding rows: expected an envelope or flat message shape, got {shape.kind!r}")
+    parsed = events.withColumn(
+        "m", F.from_json("value_json", wire, {"columnNameOfCorruptRecord": "__corrupt", "mode": "PERMISSIVE"})
+    )
+    if key_wire:
+        parsed = parsed.withColumn("k", F.from_json("key_json", struct_type(key_wire)))
+    if shape.kind == "envelope":
+        parsed = parsed.withColumn("op", F.col("m.op")).withColumn(
+            "image", F.when(F.col("op") == "d", F.col("m.before")).otherwise(F.col("m.after"))
+        )
+        return parsed, _envelope_meta()
+    deleted = F.lower(F.col("m.__deleted")) == "true"
+    op = F.coalesce(F.col("m.__op"), F.when(deleted, F.lit("d")).otherwise(F.lit("u")))
+    return parsed.withColumn("op", op).withColumn("image", F.col("m")), _flat_meta()
+
+
+def _data_columns(
+    table: TableSchema, fields: list[Field], keyed_message: bool, placeholder: str
+) -> tuple[list[Column], list[str], list[Column]]:
+    """Each table column decoded from the image (a key column falling back to the message key); the TOAST
+    checks (SQL naming the column whose value is the placeholder); the reasons of values that do not fit."""
+    present = {f.name: f for f in fields}
+    columns: list[Column] = []
+    toast_checks: list[str] = []
+    unfit: list[Column] = []
+    for field in table.fields:
+        name = field.name
+        if name not in present:
+            columns.append(F.lit(None).cast(field.table_type).alias(name))
+            continue
+        wire_schema = present[name].schema  # this event's own type; a widened table type is a cast away
+        value = decode(f"image.{quote(name)}", wire_schema)
+        check = is_placeholder(f"image.{quote(name)}", wire_schema, placeholder)
+        if check:
+            toast_checks.append(f"IF({check}, '{name}', NULL)")
+            value = f"IF({check}, NULL, {value})"
+        keyed = name in table.key and keyed_message
+        if keyed:
+            value = f"coalesce({value}, {decode(f'k.{quote(name)}', wire_schema)})"
+        columns.append(F.expr(f"try_cast({value} AS {field.table_type})").alias(name))
+        unfit.append(_unfit(name, field.table_type, wire_schema, toastable=bool(check), keyed=keyed))
+    return columns, toast_checks, unfit
+
+
 def _unfit(name: str, table_type: str, wire: dict[str, Any], *, toastable: bool, keyed: bool) -> Column:
     """The reason text when the column's wire value (not the TOAST placeholder; or, for a key column, the
     message key's value) is there but its decoded value, or a part of it, is NULL; else NULL."""
-    present = f"__image.`{name}` IS NOT NULL"
+    present = f"__image.{quote(name)} IS NOT NULL"
     if toastable:
         present += f" AND NOT array_contains(__toast, '{name}')"
     if keyed:
-        present = f"({present}) OR __key.`{name}` IS NOT NULL"
-    lost = f"`{name}` IS NULL"
-    inner = lost_inside(f"__image.`{name}`", f"`{name}`", wire)
+        present = f"({present}) OR __key.{quote(name)} IS NOT NULL"
+    lost = f"{quote(name)} IS NULL"
+    inner = lost_inside(f"__image.{quote(name)}", quote(name), wire)
     if inner:
         lost += f" OR ({inner})"
     reason = F.lit(f"value of column {name} does not fit {table_type}")
@@ -308,7 +328,3 @@ def _reason(table: TableSchema) -> Column:
         .when(F.col("__unfit") != "", F.col("__unfit"))
         .when((op != "t") & key_missing, F.lit(f"missing key: expected values for key columns {key_list}"))
     )
-
-
-def wire_schema_of(value_schema: str | None) -> dict[str, Any] | None:
-    return json.loads(value_schema) if value_schema else None

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lakecompact.identifiers import struct_type
 from lakecompact.storage import Storage
 
-_KCAT_LINE = "STRUCT<`topic`:STRING,`partition`:INT,`offset`:BIGINT,`key`:STRING,`payload`:STRING>"
+_KCAT_LINE = struct_type([("topic", "STRING"), ("partition", "INT"), ("offset", "BIGINT"), ("key", "STRING"),
+                          ("payload", "STRING")])
 
 
 @dataclass(frozen=True)

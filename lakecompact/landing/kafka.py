@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -64,14 +65,30 @@ def _topics(consumer, source: SourceConfig) -> list[str]:
     return sorted(t for t in source.topics if t in names)
 
 
+@dataclass(frozen=True)
+class PartitionBounds:
+    """What a partition holds now: offsets [begin, end) (end exclusive)."""
+
+    topic: str
+    partition: int
+    begin: int
+    end: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}:{self.partition}"
+
+
 def plan(spark: SparkSession, source: SourceConfig, landed: dict[str, int]) -> dict[str, dict[str, int]]:
     """{"topic:partition": {"start": s, "end": e}} for every partition with new events (end exclusive).
 
-    `landed` holds the next offset of every partition landed before. A partition not in it starts at its
-    beginning, or, with starting_offsets = "latest" and a topic never landed before, at its end now: that
-    partition gets an empty range (start = end), so that the batch records the position and the next run
-    lands what arrived after it. A partition added later to a known topic starts at its beginning.
+    The brokers are asked for each partition's bounds first; see `ranges` for what is taken of them.
     """
+    return ranges(partition_bounds(spark, source), source, landed)
+
+
+def partition_bounds(spark: SparkSession, source: SourceConfig) -> list[PartitionBounds]:
+    """The bounds of every partition of the source's topics, as the brokers give them now."""
     jvm = spark.sparkContext._jvm
     consumer = _consumer(spark, source)
     try:
@@ -80,42 +97,59 @@ def plan(spark: SparkSession, source: SourceConfig, landed: dict[str, int]) -> d
             for info in consumer.partitionsFor(topic):
                 partitions.add(jvm.org.apache.kafka.common.TopicPartition(topic, info.partition()))
         if partitions.isEmpty():
-            return {}
+            return []
         ends = consumer.endOffsets(partitions)
         begins = consumer.beginningOffsets(partitions)
     finally:
         consumer.close()
-    ranges = {}
+    bounds = [PartitionBounds(tp.topic(), tp.partition(), int(begins.get(tp)), int(ends.get(tp))) for tp in partitions]
+    return sorted(bounds, key=lambda b: (b.topic, b.partition))
+
+
+def ranges(bounds: list[PartitionBounds], source: SourceConfig, landed: dict[str, int]) -> dict[str, dict[str, int]]:
+    """The offset ranges of one batch.
+
+    `landed` holds the next offset of every partition landed before. A partition not in it starts at its
+    beginning, or, with starting_offsets = "latest" and a topic never landed before, at its end now: that
+    partition gets an empty range (start = end), so that the batch records the position and the next run
+    lands what arrived after it. A partition added later to a known topic starts at its beginning.
+    `max_events_per_batch` bounds the batch.
+    """
+    taken = {}
     known_topics = {name.rsplit(":", 1)[0] for name in landed}
     budget = source.max_events_per_batch or None
-    for tp in sorted(partitions, key=lambda p: (p.topic(), p.partition())):
-        name = f"{tp.topic()}:{tp.partition()}"
-        end, begin = int(ends.get(tp)), int(begins.get(tp))
+    for partition in bounds:
+        name, begin, end = partition.name, partition.begin, partition.end
         if name in landed:
-            start = landed[name]
-            if start < begin:
-                warn(f"{name}: events {start}..{begin - 1} were removed by the topic's retention before they were "
-                     "landed; landing from the earliest event still in Kafka")
-                start = begin
-            elif start > end:
-                warn(f"{name}: landed up to offset {start} but the partition ends at {end} (was the topic deleted "
-                     "and created again?): nothing is landed from it until its offsets pass that point")
-        elif source.starting_offsets == "earliest" or tp.topic() in known_topics:
+            start = _resume_at(name, landed[name], begin, end)
+        elif source.starting_offsets == "earliest" or partition.topic in known_topics:
             start = begin
         else:
             # "latest", a new topic: start at its end now; the empty range records the position with the batch,
             # so that what arrives after this run is landed by the next one (instead of being skipped again)
-            ranges[name] = {"start": end, "end": end}
+            taken[name] = {"start": end, "end": end}
             continue
         if end <= start:
             continue
         if budget is not None:
             end = min(end, start + budget)
             budget -= end - start
-        ranges[name] = {"start": start, "end": end}
+        taken[name] = {"start": start, "end": end}
         if budget == 0:
             break
-    return ranges
+    return taken
+
+
+def _resume_at(name: str, landed: int, begin: int, end: int) -> int:
+    """Where a partition landed before goes on: its next offset, or its beginning if retention removed that."""
+    if landed < begin:
+        warn(f"{name}: events {landed}..{begin - 1} were removed by the topic's retention before they were "
+             "landed; landing from the earliest event still in Kafka")
+        return begin
+    if landed > end:
+        warn(f"{name}: landed up to offset {landed} but the partition ends at {end} (was the topic deleted "
+             "and created again?): nothing is landed from it until its offsets pass that point")
+    return landed
 
 
 def read(spark: SparkSession, source: SourceConfig, ranges: dict[str, dict[str, int]]) -> DataFrame:

@@ -10,30 +10,36 @@ from __future__ import annotations
 
 import json
 import time
+import typing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Literal
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 
-from lakecompact.catalog import Catalog
-from lakecompact.compaction.lock import exclusive_lock
+from lakecompact.catalog import DELETE_FORM_PROPERTY, Catalog
 from lakecompact.config import Config
 from lakecompact.errors import SchemaError
 from lakecompact.landing import decode, files
-from lakecompact.naming import table_for_topic
+from lakecompact.landing.decode import MessageShape
+from lakecompact.naming import base_table, increments_table, table_for_topic
 from lakecompact.report import say, seconds_since, warn
 from lakecompact.schema import apply
 from lakecompact.schema.connect import Field, avro_reader_schema, avro_wire, strip_wire
 from lakecompact.schema.model import META_COLUMNS, TableSchema
 from lakecompact.schema.registry import RegistryError
-from lakecompact.storage import VersionedState
+from lakecompact.storage import VersionedState, exclusive_lock
 
 # the message as it came (Avro values as bytes), so that `requeue` can land it again once the cause is fixed
 QUARANTINE_COLUMNS = (
     "__reason", "__kafka_topic", "__kafka_partition", "__kafka_offset", "key", "payload", "__origin", "__value_bytes"
 )
-DELETE_FORM = "lakecompact.deletes"  # how the table's topic carries deletes: "rows" or "tombstones"
+DeleteForm = Literal["rows", "tombstones"]  # how a table's topic carries deletes (a table property)
+DELETE_FORMS: tuple[str, ...] = typing.get_args(DeleteForm)
+UNPLACED = "_unknown"  # the report's name for events of no table (bad lines), kept in <db>/_quarantine
+NOT_A_ROW_EVENT = "not a row event of a table"
+NO_SCHEMA = "no schema known for this topic: its events carry none, and no earlier event or registry gave one"
 UNPLACED_DELETE = (
     "a Kafka tombstone of a flattened topic whose rows carry no delete marker: ExtractNewRecordState sent this "
     "delete as the tombstone alone, which has no source position to order it by; configure the SMT with "
@@ -55,6 +61,25 @@ class LandReport:
     skipped: int = 0
 
 
+@dataclass(frozen=True)
+class GroupShape:
+    """One (topic, value schema) group of a batch, and how its values are laid out (or why that is unknown)."""
+
+    group: Row  # topic, value_schema_hash, value_schema, key_schema, key_sample, value_sample, events, values
+    shape: MessageShape | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class TopicRows:
+    """One topic's events of a batch, decoded for its table."""
+
+    table: str
+    rows: DataFrame | None  # to the table's increment; None: nothing to land
+    rejected: DataFrame  # to the table's quarantine, each with its reason
+    tombstones_kept: bool  # its Kafka tombstones are in `rejected` (deletes that cannot be placed), not skipped
+
+
 class Landing:
     def __init__(self, spark: SparkSession, config: Config):
         self.spark, self.config = spark, config
@@ -63,7 +88,7 @@ class Landing:
         self.state = VersionedState(self.storage, f"{self.catalog.root}/_state/land")
         self.intent_path = f"{self.catalog.root}/_state/land-intent.json"
         self._decoded: list[DataFrame] = []  # persisted for the batch, released at its end
-        self._delete_forms: dict[str, str | None] = {}  # table -> DELETE_FORM as stored, read once a run
+        self._delete_forms: dict[str, str | None] = {}  # table -> DELETE_FORM_PROPERTY as stored, read once a run
 
     def run(self, requeue: str | None = None) -> LandReport:
         """Land what is new at the source, or (`requeue`) what that table's quarantine holds; one lander at a time."""
@@ -173,132 +198,141 @@ class Landing:
         for table in self.catalog.tables():
             apply.retry_hooks(self.catalog, self.config, table)
         raw = self._read(intent).persist()
-        report = LandReport(batch=batch)
-        bad_lines = raw.where(F.col("__line_reason").isNotNull())
         messages = decode.split_message(raw.where(F.col("__line_reason").isNull())).persist()
-        summary = (
+        groups = self._groups(messages)
+        report = LandReport(batch=batch, events_in=sum(g.events for g in groups))
+        quarantine: list[tuple[str | None, DataFrame]] = [(None, self._line_quarantine(raw))]
+        by_topic: dict[str, list[Row]] = {}
+        for group in groups:
+            by_topic.setdefault(group.topic, []).append(group)
+        for topic, topic_groups in sorted(by_topic.items()):
+            landed = self._land_topic(topic, topic_groups, messages, intent)
+            tombstones = sum(g.events - g.values for g in topic_groups)  # Kafka tombstones
+            if landed is None and "requeue" in intent:  # what is not landed stays in quarantine
+                kept = _with_reason(messages.where(F.col("__kafka_topic") == topic), NOT_A_ROW_EVENT)
+                quarantine.append((intent["requeue"]["table"], kept))
+            elif landed is None:
+                report.skipped += tombstones + sum(g.values for g in topic_groups)
+            else:
+                report.skipped += 0 if landed.tombstones_kept else tombstones
+                count = self._write_increment(landed.table, landed.rows, batch, hour)
+                report.rows_out[landed.table] = report.rows_out.get(landed.table, 0) + count
+                quarantine.append((landed.table, landed.rejected))
+        for table, rejected in quarantine:
+            count = self._write_quarantine(table, rejected, batch)
+            if count:
+                name = table or UNPLACED
+                report.quarantined[name] = report.quarantined.get(name, 0) + count
+        for table, count in sorted(report.rows_out.items()):
+            say(f"  {self.config.database}.{table}: {count} rows landed in batch {batch} (hour {hour})")
+        for table, count in sorted(report.quarantined.items()):
+            warn(f"{table}: {count} events quarantined in batch {batch}; see `lakecompact status`")
+        for cached in [*self._decoded, messages, raw]:
+            cached.unpersist()
+        self._decoded.clear()
+        return report
+
+    @staticmethod
+    def _groups(messages: DataFrame) -> list[Row]:
+        """One row per (topic, value schema) of the batch, with samples to classify it (metadata, few rows)."""
+        payload = F.col("payload").isNotNull()
+        return (
             messages.groupBy(F.col("__kafka_topic").alias("topic"), "value_schema_hash")
             .agg(
                 F.first("value_schema", ignorenulls=True).alias("value_schema"),
                 F.first("key_schema", ignorenulls=True).alias("key_schema"),
-                F.first(F.when(F.col("payload").isNotNull(), F.json_object_keys("key_json")), ignorenulls=True).alias("key_sample"),
-                F.first(F.when(F.col("payload").isNotNull(), F.col("value_keys")), ignorenulls=True).alias("value_sample"),
+                F.first(F.when(payload, F.json_object_keys("key_json")), ignorenulls=True).alias("key_sample"),
+                F.first(F.when(payload, F.col("value_keys")), ignorenulls=True).alias("value_sample"),
                 F.count(F.lit(1)).alias("events"),
                 F.count("payload").alias("values"),
             )
             .collect()
         )
-        report.events_in = sum(row.events for row in summary)
-        by_table: dict[str, list] = {}
-        for row in summary:
-            by_table.setdefault(row.topic, []).append(row)
-        quarantine: list[tuple[str | None, DataFrame]] = [(None, self._line_quarantine(bad_lines))]
-        for topic, groups in sorted(by_table.items()):
-            tombstones = sum(g.events - g.values for g in groups)  # Kafka tombstones
-            outcome = self._land_topic(topic, groups, messages, intent)
-            if outcome is None and "requeue" in intent:  # what is not landed stays in quarantine
-                kept = _with_reason(messages.where(F.col("__kafka_topic") == topic), "not a row event of a table")
-                quarantine.append((intent["requeue"]["table"], kept))
-                continue
-            if outcome is None:
-                report.skipped += tombstones + sum(g.values for g in groups)
-                continue
-            table, good, bad, tombstones_kept = outcome
-            report.skipped += 0 if tombstones_kept else tombstones
-            count = self._write_increment(table, good, batch, hour)
-            report.rows_out[table] = report.rows_out.get(table, 0) + count
-            quarantine.append((table, bad))
-        for table, bad in quarantine:
-            count = self._write_quarantine(table, bad, batch)
-            if count:
-                report.quarantined[table or "_unknown"] = report.quarantined.get(table or "_unknown", 0) + count
-        for table, count in sorted(report.rows_out.items()):
-            say(f"  {self.config.database}.{table}: {count} rows landed in batch {batch} (hour {hour})")
-        for table, count in sorted(report.quarantined.items()):
-            warn(f"{table}: {count} events quarantined in batch {batch}; see `lakecompact status`")
-        for decoded in self._decoded:
-            decoded.unpersist()
-        self._decoded.clear()
-        messages.unpersist()
-        raw.unpersist()
-        return report
 
-    def _land_topic(self, topic: str, groups: list, messages: DataFrame, intent: dict):
+    def _land_topic(self, topic: str, groups: list[Row], messages: DataFrame, intent: dict) -> TopicRows | None:
         """Decode one topic's events into its table; None when the topic holds no table rows."""
         table = table_for_topic(topic, self.config)
-        table_config = self.config.table(table)
         events = messages.where((F.col("__kafka_topic") == topic) & F.col("payload").isNotNull())
+        shapes = self._shapes(topic, groups)
+        if shapes and all(s.shape is not None and s.shape.kind == "skip" for s in shapes):
+            return None
+        schema = self.catalog.schema(table) or self._create_table(table, topic, shapes)
+        if schema is None:
+            return TopicRows(table, None, _with_reason(events, NO_SCHEMA), False)
+        decoded, rejected = [], []
+        for shaped in shapes:
+            selected = events.where(_same_schema(shaped.group))
+            outcome = self._decode_group(schema, shaped, selected, intent["landed_at"])
+            if isinstance(outcome, str):
+                rejected.append(_with_reason(selected, outcome))
+                continue
+            schema, rows = outcome
+            decoded.append(rows)
+        unplaced = self._unplaced_deletes(topic, table, shapes, messages)
+        if unplaced is not None:
+            rejected.append(unplaced)
+        if not decoded:
+            return TopicRows(table, None, _union(rejected) if rejected else _with_reason(events.limit(0), ""),
+                             unplaced is not None)
+        # read twice (rows to the increment, rejects to quarantine): decoded once
+        rows = _union(decoded).persist()
+        self._decoded.append(rows)
+        good = rows.where(F.col("__reason").isNull()).select(*schema.column_names, *[n for n, _ in META_COLUMNS])
+        bad = rows.where(F.col("__reason").isNotNull()).select(
+            *[F.col(f"__raw_{c}").alias(c) if c in ("key", "payload") else F.col(c) for c in QUARANTINE_COLUMNS]
+        )
+        return TopicRows(table, good, _union([bad, *rejected]), unplaced is not None)
+
+    def _shapes(self, topic: str, groups: list[Row]) -> list[GroupShape]:
+        """How each group's values are laid out; a group whose schema cannot be had carries the reason."""
         shapes = []
         for group in groups:
             if group.values == 0:
                 continue
             try:
-                schema = self._value_schema(group)
-                shape = decode.shape_of(schema, list(group.value_sample or []), topic)
+                shape = decode.shape_of(self._value_schema(group), list(group.value_sample or []), topic)
             except (SchemaError, RegistryError) as exc:
-                shapes.append((group, None, str(exc)))
+                shapes.append(GroupShape(group, None, str(exc)))
                 continue
-            shapes.append((group, shape, None))
-        if shapes and all(shape is not None and shape.kind == "skip" for _, shape, _ in shapes):
-            return None
-        schema = self.catalog.schema(table)
-        if schema is None:
-            first = next((s for _, s, _ in shapes if s is not None and s.fields), None)
-            if first is None:
-                reason = "no schema known for this topic: its events carry none, and no earlier event or registry gave one"
-                return table, self._empty_rows(), _with_reason(events, reason), False
-            key = table_config.key
-            if key is None:
-                group = next(g for g, s, _ in shapes if s is first)
-                key = self._key_columns(topic, group)
-            schema = TableSchema(table, topic, tuple(Field(f.name, strip_wire(f.schema)) for f in first.fields), tuple(key))
-            self.catalog.create(schema)
-            say(f"  created {self.config.database}.{table} (key {list(schema.key) or 'none: append-only'}, "
-                f"{len(schema.fields)} columns) from topic {topic}")
-        good_parts, bad_parts = [], []
-        for group, shape, error in shapes:
-            selected = events.where(
-                F.col("value_schema_hash").isNull()
-                if group.value_schema_hash is None
-                else F.col("value_schema_hash") == group.value_schema_hash
-            )
-            if shape is None:
-                bad_parts.append(_with_reason(selected, error))
-                continue
-            if group.value_schema_hash and group.value_schema_hash.startswith(decode.AVRO_PREFIX):
-                selected = decode.from_avro_json(selected, json.dumps(avro_reader_schema(self._writer_schema(group))))
-            if shape.kind == "skip":
-                bad_parts.append(_with_reason(selected, "not a row event of a table"))
-                continue
-            key_schema = json.loads(group.key_schema) if group.key_schema else None
-            key = decode.key_columns(key_schema, []) if key_schema else None
-            try:
-                schema = self._evolve(schema, list(shape.fields), key)
-            except SchemaError as exc:
-                bad_parts.append(_with_reason(selected, str(exc)))
-                continue
-            rows = decode.decode_events(
-                selected, shape, schema, table_config.toast_placeholder, intent["landed_at"]
-            )
-            good_parts.append(rows)
-        unplaced = self._unplaced_deletes(topic, table, shapes, messages)
-        if unplaced is not None:
-            bad_parts.append(unplaced)
-        if not good_parts:
-            good = self._empty_rows(schema)
-            bad = _union(bad_parts) if bad_parts else _with_reason(events.limit(0), "")
-            return table, good, bad, unplaced is not None
-        # read twice (rows to the increment, rejects to quarantine): decoded once
-        decoded = _union(good_parts).persist()
-        self._decoded.append(decoded)
-        good = decoded.where(F.col("__reason").isNull()).select(*schema.column_names, *[n for n, _ in META_COLUMNS])
-        rejected = decoded.where(F.col("__reason").isNotNull()).select(
-            *[F.col(f"__raw_{c}").alias(c) if c in ("key", "payload") else F.col(c) for c in QUARANTINE_COLUMNS]
-        )
-        bad = _union([rejected, *bad_parts])
-        return table, good, bad, unplaced is not None
+            shapes.append(GroupShape(group, shape))
+        return shapes
 
-    def _unplaced_deletes(self, topic: str, table: str, shapes: list, messages: DataFrame) -> DataFrame | None:
+    def _create_table(self, table: str, topic: str, shapes: list[GroupShape]) -> TableSchema | None:
+        """A new table from the first group that shows its fields; None when no group does."""
+        first = next((s for s in shapes if s.shape is not None and s.shape.fields), None)
+        if first is None:
+            return None
+        key = self.config.table(table).key
+        if key is None:
+            key = self._key_columns(topic, first.group)
+        fields = tuple(Field(f.name, strip_wire(f.schema)) for f in first.shape.fields)
+        schema = TableSchema(table, topic, fields, tuple(key))
+        self.catalog.create(schema)
+        say(f"  created {self.config.database}.{table} (key {list(schema.key) or 'none: append-only'}, "
+            f"{len(schema.fields)} columns) from topic {topic}")
+        return schema
+
+    def _decode_group(
+        self, schema: TableSchema, shaped: GroupShape, events: DataFrame, landed_at: str
+    ) -> tuple[TableSchema, DataFrame] | str:
+        """The group's rows (the table's schema evolved to take them), or why none of its events can land."""
+        group, shape = shaped.group, shaped.shape
+        if shape is None:
+            return shaped.error or "unknown schema"
+        if group.value_schema_hash and group.value_schema_hash.startswith(decode.AVRO_PREFIX):
+            events = decode.from_avro_json(events, json.dumps(avro_reader_schema(self._writer_schema(group))))
+        if shape.kind == "skip":
+            return NOT_A_ROW_EVENT
+        key_schema = json.loads(group.key_schema) if group.key_schema else None
+        key = decode.key_columns(key_schema, []) if key_schema else None
+        try:
+            schema = self._evolve(schema, list(shape.fields), key)
+        except SchemaError as exc:
+            return str(exc)
+        placeholder = self.config.table(schema.table).toast_placeholder
+        return schema, decode.decode_events(events, shape, schema, placeholder, landed_at)
+
+    def _unplaced_deletes(self, topic: str, table: str, shapes: list[GroupShape], messages: DataFrame) -> DataFrame | None:
         """The Kafka tombstones of a flattened topic whose rows carry no delete marker, or None.
 
         ExtractNewRecordState's default sends a delete as the tombstone alone: skipping it (DESIGN) would lose the
@@ -307,9 +341,9 @@ class Landing:
         """
         seen = self._delete_form(shapes)  # a value that is no JSON object shows no fields, and proves nothing
         if table not in self._delete_forms:
-            self._delete_forms[table] = self.catalog.properties(f"{table}_base").get(DELETE_FORM)
+            self._delete_forms[table] = self.catalog.properties(base_table(table)).get(DELETE_FORM_PROPERTY)
         if seen is not None and seen != self._delete_forms[table]:
-            self.catalog.set_properties(f"{table}_base", {DELETE_FORM: seen})
+            self.catalog.set_properties(base_table(table), {DELETE_FORM_PROPERTY: seen})
             self._delete_forms[table] = seen
         if self._delete_forms[table] != "tombstones":
             return None
@@ -317,9 +351,9 @@ class Landing:
         return _with_reason(tombstones, UNPLACED_DELETE)
 
     @staticmethod
-    def _delete_form(shapes: list) -> str | None:
+    def _delete_form(shapes: list[GroupShape]) -> DeleteForm | None:
         """"rows" (envelopes, or flattened rows with `__deleted` / `__op`), "tombstones", or None: not shown here."""
-        kinds = [(shape.kind, shape.delete_marker) for _, shape, _ in shapes if shape is not None]
+        kinds = [(s.shape.kind, s.shape.delete_marker) for s in shapes if s.shape is not None]
         if ("envelope", None) in kinds or ("flat", True) in kinds:
             return "rows"
         return "tombstones" if ("flat", False) in kinds else None
@@ -365,9 +399,6 @@ class Landing:
         fields = [Field(f.name, strip_wire(f.schema)) for f in fields]
         return apply.evolve(self.catalog, self.config, schema, fields, key)
 
-    def _empty_rows(self, schema: TableSchema | None = None):
-        return None
-
     def _write_increment(self, table: str, rows: DataFrame | None, batch: int, hour: str) -> int:
         if rows is None:
             return 0
@@ -377,18 +408,14 @@ class Landing:
         rows = rows.select(*[F.col(c) if c in rows.columns else F.lit(None).cast(t).alias(c)
                              for c, t in schema.columns + list(META_COLUMNS)]).select(*columns)
         location = self.catalog.paths(table).increment(hour, batch)
-        rows.write.mode("overwrite").parquet(location)
-        count = self.spark.read.parquet(location).count()
+        count = self._write_counted(rows, location)
         if count:
-            self.catalog.add_partitions(
-                f"{table}_increments", [([("__hour", hour), ("__batch", batch)], location)]
-            )
-        else:
-            self.storage.delete(location)
+            self.catalog.add_partitions(increments_table(table), [([("__hour", hour), ("__batch", batch)], location)])
         return count
 
-    def _line_quarantine(self, bad_lines: DataFrame) -> DataFrame:
-        return bad_lines.select(
+    def _line_quarantine(self, raw: DataFrame) -> DataFrame:
+        """Lines that are no event at all (not JSON, no topic), in the quarantine's columns."""
+        return raw.where(F.col("__line_reason").isNotNull()).select(
             F.col("__line_reason").alias("__reason"),
             "__kafka_topic",
             "__kafka_partition",
@@ -400,13 +427,25 @@ class Landing:
         )
 
     def _write_quarantine(self, table: str | None, rows: DataFrame, batch: int) -> int:
-        root = self.catalog.paths(table).quarantine if table else f"{self.catalog.root}/_quarantine"
-        location = f"{root}/batch={batch}"
-        rows.select(*QUARANTINE_COLUMNS).write.mode("overwrite").parquet(location)
-        count = self.spark.read.parquet(location).count()
+        root = self.catalog.paths(table).quarantine if table else self.catalog.unplaced_quarantine
+        return self._write_counted(rows.select(*QUARANTINE_COLUMNS), f"{root}/batch={batch}")
+
+    def _write_counted(self, rows: DataFrame, location: str) -> int:
+        """Write rows to a folder (replacing a crashed attempt's), counted as they are written; an empty
+        folder is removed."""
+        counted = Observation()
+        rows.observe(counted, F.count(F.lit(1)).alias("rows")).write.mode("overwrite").parquet(location)
+        count = counted.get["rows"]
         if not count:
             self.storage.delete(location)
         return count
+
+
+def _same_schema(group: Row):
+    """The events of one group: those with its value schema (hash), or with none."""
+    if group.value_schema_hash is None:
+        return F.col("value_schema_hash").isNull()
+    return F.col("value_schema_hash") == group.value_schema_hash
 
 
 def _with_reason(events: DataFrame, reason: str) -> DataFrame:

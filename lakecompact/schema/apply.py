@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from lakecompact import hooks as hooks_module
 from lakecompact.catalog import Catalog
 from lakecompact.config import Config
 from lakecompact.errors import IncompatibleSchemaChange
 from lakecompact.report import say
 from lakecompact.schema import evolution
+from lakecompact.schema import hooks as hooks_module
 from lakecompact.schema.connect import Field, schema_hash
 from lakecompact.schema.model import TableSchema
+from lakecompact.views.definition import create_view
 
 
 def evolve(catalog: Catalog, config: Config, schema: TableSchema, fields: list[Field],
@@ -43,6 +44,7 @@ def evolve(catalog: Catalog, config: Config, schema: TableSchema, fields: list[F
         catalog.add_columns(merged, [(f.name, f.table_type) for f in added])
     if widened:
         catalog.widen(merged)
+    create_view(catalog, merged)
     say(
         f"  {config.database}.{schema.table}: schema v{schema.version} -> v{merged.version}: "
         + ", ".join(f"{c.change} {c.column}" + (f" {c.old_type}->{c.new_type}" if c.change == "widened" else "")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakecompact.errors import SchemaError
-from lakecompact.naming import check_identifier
+from lakecompact.identifiers import check_identifier, quote, struct_type
 
 _PRIMITIVE = {
     "int8": "TINYINT",
@@ -87,7 +87,11 @@ def row_fields(row_schema: dict[str, Any]) -> list[Field]:
 
 def table_type(schema: dict[str, Any]) -> str:
     """The Spark/Hive column type for a Connect schema."""
-    name, kind = schema.get("name"), schema.get("type")
+    return _logical_table_type(schema) or _composed_type(schema, table_type, map_key=table_type, raw_bytes="BINARY")
+
+
+def _logical_table_type(schema: dict[str, Any]) -> str | None:
+    name = schema.get("name")
     if name == DECIMAL:
         params = schema.get("parameters", {})
         scale = int(params.get("scale", 0))
@@ -102,20 +106,23 @@ def table_type(schema: dict[str, Any]) -> str:
         return "STRING"
     if name in _TIMESTAMP or name == ZONED_TIMESTAMP:
         return "TIMESTAMP"
+    return None
+
+
+def _composed_type(schema: dict[str, Any], inner, *, map_key, raw_bytes: str) -> str:
+    """A primitive, array, map or struct type, its parts typed by `inner` (and a map's keys by `map_key`)."""
+    kind = schema.get("type")
     if kind == "bytes":
-        return "BINARY"
+        return raw_bytes
     if kind in _PRIMITIVE:
         return _PRIMITIVE[kind]
     if kind == "array":
-        return f"ARRAY<{table_type(schema['items'])}>"
+        return f"ARRAY<{inner(schema['items'])}>"
     if kind == "map":
-        return f"MAP<{table_type(schema['keys'])},{table_type(schema['values'])}>"
+        return f"MAP<{map_key(schema['keys'])},{inner(schema['values'])}>"
     if kind == "struct":
-        inner = ",".join(
-            f"`{check_identifier(f['field'], 'struct field')}`:{table_type(f)}" for f in schema.get("fields", [])
-        )
-        return f"STRUCT<{inner}>"
-    raise SchemaError(f"unsupported Connect schema type {kind!r} (name {name!r})")
+        return struct_type((check_identifier(f["field"], "struct field"), inner(f)) for f in schema.get("fields", []))
+    raise SchemaError(f"unsupported Connect schema type {kind!r} (name {schema.get('name')!r})")
 
 
 AVRO_TYPED = {DECIMAL: "DECIMAL", "org.apache.kafka.connect.data.Date": "DATE", "org.apache.kafka.connect.data.Timestamp": "TIMESTAMP"}
@@ -129,15 +136,21 @@ SPARK_MAX_PRECISION = 38
 def avro_wire(schema: dict[str, Any]) -> dict[str, Any]:
     """Mark the types that Avro (through Spark's from_avro and to_json) carries as typed text, not as
     JsonConverter's encodings: decimals as numbers, Connect dates and timestamps as ISO strings."""
-    out = dict(schema)
+    out = _with_parts(schema, avro_wire)
     wide = int(out.get("parameters", {}).get("connect.decimal.precision", 64)) > SPARK_MAX_PRECISION
     if out.get("name") in AVRO_TYPED and not (out.get("name") == DECIMAL and wide):
         out["wire"] = "avro"
+    return out
+
+
+def _with_parts(schema: dict[str, Any], convert) -> dict[str, Any]:
+    """A copy of a Connect schema with its parts (items, keys, values, fields) converted."""
+    out = dict(schema)
     for key in ("items", "keys", "values"):
         if isinstance(out.get(key), dict):
-            out[key] = avro_wire(out[key])
+            out[key] = convert(out[key])
     if "fields" in out:
-        out["fields"] = [avro_wire(f) for f in out["fields"]]
+        out["fields"] = [convert(f) for f in out["fields"]]
     return out
 
 
@@ -159,34 +172,17 @@ def avro_reader_schema(writer: Any) -> Any:
 
 
 def strip_wire(schema: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in schema.items() if k != "wire"}
-    for key in ("items", "keys", "values"):
-        if isinstance(out.get(key), dict):
-            out[key] = strip_wire(out[key])
-    if "fields" in out:
-        out["fields"] = [strip_wire(f) for f in out["fields"]]
-    return out
+    """The Connect schema without avro_wire's marks."""
+    return _with_parts({k: v for k, v in schema.items() if k != "wire"}, strip_wire)
 
 
 def wire_type(schema: dict[str, Any]) -> str:
     """The type `from_json` reads the JSON value as, before decoding."""
-    name, kind = schema.get("name"), schema.get("type")
     if schema.get("wire") == "avro":
         return "STRING"
-    if name == VARIABLE_SCALE_DECIMAL:
-        return "STRUCT<`scale`:INT,`value`:STRING>"
-    if kind == "bytes":
-        return "STRING"
-    if kind in _PRIMITIVE:
-        return _PRIMITIVE[kind]
-    if kind == "array":
-        return f"ARRAY<{wire_type(schema['items'])}>"
-    if kind == "map":
-        return f"MAP<STRING,{wire_type(schema['values'])}>"
-    if kind == "struct":
-        inner = ",".join(f"`{check_identifier(f['field'], 'struct field')}`:{wire_type(f)}" for f in schema.get("fields", []))
-        return f"STRUCT<{inner}>"
-    raise SchemaError(f"unsupported Connect schema type {kind!r} (name {name!r})")
+    if schema.get("name") == VARIABLE_SCALE_DECIMAL:
+        return struct_type([("scale", "INT"), ("value", "STRING")])
+    return _composed_type(schema, wire_type, map_key=lambda _: "STRING", raw_bytes="STRING")
 
 
 _names = itertools.count()
@@ -215,7 +211,7 @@ def decode(expression: str, schema: dict[str, Any]) -> str:
         return _let(
             expression,
             lambda v: _exact_decimal(
-                _with_scale(_unscaled_from_base64(f"{v}.`value`"), f"{v}.`scale`"),
+                _with_scale(_unscaled_from_base64(f"{v}.{quote('value')}"), f"{v}.{quote('scale')}"),
                 VARIABLE_SCALE_DECIMAL_TYPE,
                 None,
             ),
@@ -248,7 +244,7 @@ def decode(expression: str, schema: dict[str, Any]) -> str:
 
 def _struct_part(expression: str, field: dict[str, Any]) -> str:
     name = check_identifier(field["field"], "struct field")
-    return f"'{name}', {decode(f'{expression}.`{name}`', field)}"
+    return f"'{name}', {decode(f'{expression}.{quote(name)}', field)}"
 
 
 def _unscaled_from_base64(expression: str) -> str:
@@ -345,7 +341,7 @@ def lost_inside(wire: str, decoded: str, schema: dict[str, Any]) -> str | None:
         return f"exists(zip_with({wire}, {decoded}, ({w}, {d}) -> {_missing(w, d, inner)}), {lost} -> {lost})"
     if kind == "struct":
         fields = [(check_identifier(f["field"], "struct field"), f) for f in schema.get("fields", [])]
-        checks = [_missing(f"{wire}.`{n}`", f"{decoded}.`{n}`", f) for n, f in fields if _can_lose(f)]
+        checks = [_missing(f"{wire}.{quote(n)}", f"{decoded}.{quote(n)}", f) for n, f in fields if _can_lose(f)]
         return " OR ".join(checks) or None
     return None
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from lakecompact.catalog import Catalog
 from lakecompact.config import Config
-from lakecompact.errors import LakecompactError
+from lakecompact.errors import InputFileError, LakecompactError
 from lakecompact.naming import table_for_topic
 from lakecompact.report import say
 from lakecompact.schema import apply, avro, evolution
@@ -49,14 +49,26 @@ def registry_topics(registry: Registry, config: Config) -> list[str]:
     return sorted(t for t in topics if pattern is None or pattern.fullmatch(t))
 
 
+def _read_avsc(option: str, path: str):
+    expected = "an Avro schema file (JSON)"
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise InputFileError(option, path, expected, "there is no such file") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise InputFileError(option, path, expected, f"it cannot be read ({exc.__class__.__name__})") from None
+    except json.JSONDecodeError as exc:
+        raise InputFileError(option, path, expected, f"it is not JSON ({exc})") from None
+
+
 def run(spark, config: Config, *, avsc: str | None, key_avsc: str | None, table: str | None,
         topic: str | None, dry_run: bool) -> list[TableSchema]:
     """Create (or evolve) the tables, or with dry_run print the DDL. `spark` may be None for a dry run."""
     if avsc:
         if not table:
             raise LakecompactError("schema --avsc: expected --table NAME for the table the schema describes")
-        value = json.loads(Path(avsc).read_text())
-        key_schema = json.loads(Path(key_avsc).read_text()) if key_avsc else None
+        value = _read_avsc("--avsc", avsc)
+        key_schema = _read_avsc("--key-avsc", key_avsc) if key_avsc else None
         schemas = [from_avro(value, key_schema, table=table.lower(), topic=topic or table, key=config.table(table.lower()).key)]
     else:
         if config.registry is None:

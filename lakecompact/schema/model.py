@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lakecompact.errors import SchemaError
+from lakecompact.identifiers import struct_type
 from lakecompact.schema.connect import Field, schema_hash
 
 # Meta columns of every landed event (DESIGN "Columns"); `__position` is the one comparable source
@@ -32,6 +32,17 @@ ORDER_TYPE = "STRUCT<position DECIMAL(38,0), op_rank INT, batch BIGINT, partitio
 ORIGINS_TYPE = f"MAP<STRING, {ORDER_TYPE}>"
 BASE_EXTRA: tuple[tuple[str, str], ...] = (("__batch", "BIGINT"), ("__origins", ORIGINS_TYPE))
 BASE_PARTITION: tuple[str, str] = ("__bucket", "INT")
+# meta columns a reader of the view sees; __toast is always empty after resolution
+VISIBLE_META: list[str] = [name for name, _ in META_COLUMNS if name != "__toast"]
+# The change feed (`<t>_changes`): op, before/after images as in Debezium's envelope, the key, and where
+# each change sits; partitioned by the base version that made it.
+CHANGE_META: tuple[tuple[str, str], ...] = (
+    ("__source_ts_ms", "BIGINT"),
+    ("__position", "DECIMAL(38,0)"),
+    ("__seq", "BIGINT"),
+    ("__committed_at", "TIMESTAMP"),
+)
+CHANGE_PARTITION: tuple[str, str] = ("__version", "BIGINT")
 
 
 @dataclass(frozen=True)
@@ -56,9 +67,6 @@ class TableSchema:
     def column_names(self) -> list[str]:
         return [f.name for f in self.fields]
 
-    def field(self, name: str) -> Field:
-        return next(f for f in self.fields if f.name == name)
-
     @property
     def hash(self) -> str:
         return schema_hash([self.key, [(f.name, f.schema) for f in self.fields]])
@@ -77,22 +85,12 @@ class TableSchema:
         fields = tuple(Field(f["field"], {k: v for k, v in f.items() if k != "field"}) for f in raw["fields"])
         return cls(raw["table"], raw["topic"], fields, tuple(raw["key"]), raw.get("version", 1))
 
-    def merged_with(self, fields: list[Field]) -> tuple[TableSchema, list[Field]]:
-        """This schema with the new fields appended; columns never disappear (dropped ones read as null).
 
-        Returns the merged schema and the added fields. A changed type raises SchemaError here; the
-        schema package decides what is a safe widening.
-        """
-        known = {f.name: f for f in self.fields}
-        added = []
-        for field in fields:
-            old = known.get(field.name)
-            if old is None:
-                added.append(field)
-            elif old.table_type != field.table_type:
-                raise SchemaError(
-                    f"table {self.table}: column {field.name} changed type from {old.table_type} to {field.table_type}"
-                )
-        if not added:
-            return self, []
-        return TableSchema(self.table, self.topic, self.fields + tuple(added), self.key, self.version + 1), added
+def change_columns(schema: TableSchema) -> list[tuple[str, str]]:
+    """Columns of `<t>_changes`; `before`/`after` are named as in Debezium's envelope."""
+    image = struct_type(schema.columns)
+    columns = [("op", "STRING"), ("before", image), ("after", image)]
+    if schema.key:
+        types = dict(schema.columns)
+        columns.append(("key", struct_type((k, types[k]) for k in schema.key)))
+    return columns + list(CHANGE_META)

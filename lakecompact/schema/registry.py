@@ -19,25 +19,19 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote
 
 import requests
 
+from lakecompact import retry
+from lakecompact.config import RegistryConfig
 from lakecompact.errors import ConfigError, LakecompactError
 
 Kind = Literal["value", "key"]
 
-# Confluent's strategies as format strings over {topic}, {kind} and {record}
-STRATEGIES = {
-    "topic": "{topic}-{kind}",  # TopicNameStrategy (the default)
-    "record": "{record}",  # RecordNameStrategy
-    "topic_record": "{topic}-{record}",  # TopicRecordNameStrategy
-}
-_PLACEHOLDERS = ("topic", "kind", "record")
 _ACCEPT = "application/vnd.schemaregistry.v1+json, application/vnd.schemaregistry+json, application/json"
-_RETRY_STATUS = frozenset({429}) | frozenset(range(500, 600))
 
 
 class RegistryError(LakecompactError):
@@ -60,84 +54,6 @@ class RegistryUnavailable(LakecompactError):
         self.url, self.attempts, self.last = url, attempts, last
         super().__init__(
             f"schema registry {url} did not answer successfully after {attempts} attempt(s); last: {last}"
-        )
-
-
-@dataclass(frozen=True)
-class RegistryConfig:
-    """How to reach the registry. `url` is the API root (for Apicurio: `http://host:8080/apis/ccompat/v7`).
-
-    `verify` is True/False or a CA bundle path; `cert` a client certificate path (with the key in it, or
-    in `key`). `retries` is the number of retries after the first attempt. `subject_format` is one of
-    `topic`, `record`, `topic_record` or a format string over {topic}, {kind} ("value"/"key"), {record}.
-    """
-
-    url: str
-    username: str = ""
-    password: str = ""
-    verify: bool | str = True
-    cert: str = ""
-    timeout_seconds: float = 10.0
-    retries: int = 5
-    backoff_seconds: float = 0.2
-    subject_format: str = "{topic}-{kind}"
-    key: str = ""
-    max_backoff_seconds: float = 10.0
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.url, str) or not self.url.startswith(("http://", "https://")):
-            raise ConfigError("registry.url", "an http:// or https:// URL", self.url)
-        if not isinstance(self.retries, int) or isinstance(self.retries, bool) or self.retries < 0:
-            raise ConfigError("registry.retries", "a whole number >= 0", self.retries)
-        for name in ("timeout_seconds", "backoff_seconds", "max_backoff_seconds"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-                raise ConfigError(f"registry.{name}", "a number of seconds >= 0", value)
-        if self.timeout_seconds == 0:
-            raise ConfigError("registry.timeout_seconds", "a number of seconds > 0", self.timeout_seconds)
-        if not isinstance(self.verify, (bool, str)) or self.verify == "":
-            raise ConfigError("registry.verify", "true, false or the path of a CA bundle", self.verify)
-        if self.key and not self.cert:
-            raise ConfigError(
-                "registry.cert", "a client certificate path when registry.key is set", self.cert
-            )
-        if self.password and not self.username:
-            raise ConfigError("registry.username", "a user name when registry.password is set", self.username)
-        _check_format(self.subject_pattern)
-
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any], where: str = "registry") -> RegistryConfig:
-        """From a TOML table such as `[registry]`; unknown keys are an error that names the known ones."""
-        if not isinstance(raw, dict):
-            raise ConfigError(where, "a table of registry settings", raw)
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(raw) - set(known))
-        if unknown:
-            raise ConfigError(
-                f"{where}.{unknown[0]}", f"one of the keys {', '.join(known)}", hint="unknown key"
-            )
-        if "url" not in raw:
-            raise ConfigError(f"{where}.url", "the registry's API root URL (required)")
-        return cls(**raw)
-
-    @property
-    def subject_pattern(self) -> str:
-        return STRATEGIES.get(self.subject_format, self.subject_format)
-
-
-def _check_format(pattern: str) -> None:
-    import string
-
-    try:
-        names = {name for _, name, _, _ in string.Formatter().parse(pattern) if name is not None}
-    except ValueError as error:
-        raise ConfigError("registry.subject_format", "a format string", pattern, hint=str(error)) from error
-    unknown = names - set(_PLACEHOLDERS)
-    if unknown or not names:
-        raise ConfigError(
-            "registry.subject_format",
-            f"{', '.join(STRATEGIES)} or a format string using {{topic}}, {{kind}} and/or {{record}}",
-            pattern,
         )
 
 
@@ -264,9 +180,10 @@ class Registry:
         url = self._url(path)
         attempts = self.config.retries + 1
         last = ""
-        for attempt in range(attempts):
-            if attempt:
-                self._sleep(self._delay(attempt))
+        for attempt in retry.attempts(
+            self.config.retries, self.config.backoff_seconds,
+            sleep=self._sleep, max_backoff_seconds=self.config.max_backoff_seconds,
+        ):
             try:
                 response = self._session.request(
                     method,
@@ -285,7 +202,7 @@ class Registry:
             except (requests.ConnectionError, requests.Timeout) as error:
                 last = f"{type(error).__name__}: {error}"
                 continue
-            if response.status_code in _RETRY_STATUS:
+            if response.status_code in retry.RETRY_STATUS:
                 last = f"HTTP {response.status_code}: {_error_message(response)[0]}"
                 continue
             if response.status_code >= 400:
@@ -299,10 +216,6 @@ class Registry:
                     url, response.status_code, f"expected a JSON response, got {response.text[:200]!r}"
                 ) from error
         raise RegistryUnavailable(url, attempts, last)
-
-    def _delay(self, attempt: int) -> float:
-        """Exponential backoff before retry `attempt` (1, 2, ...): backoff, 2×backoff, 4×backoff, capped."""
-        return min(self.config.backoff_seconds * (2 ** (attempt - 1)), self.config.max_backoff_seconds)
 
 
 def _segment(value: str) -> str:

@@ -12,8 +12,9 @@ import sqlglot
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
-from lakecompact.catalog import semantics_sql
 from lakecompact.errors import LakecompactError
+from lakecompact.identifiers import qualified
+from lakecompact.naming import base_table, increments_table
 from lakecompact.schema.model import (
     BASE_EXTRA,
     BASE_PARTITION,
@@ -21,16 +22,16 @@ from lakecompact.schema.model import (
     META_COLUMNS,
     TableSchema,
 )
-from lakecompact.sql import parse_check
-
-DIALECTS = ("spark", "hive", "trino", "presto", "athena")
+from lakecompact.semantics import semantics_sql
+from lakecompact.sql import render
+from lakecompact.views import DIALECTS, Dialect
 
 
 class UnsupportedDialect(LakecompactError):
     pass
 
 
-def view_sql(schema: TableSchema, database: str, dialect: str) -> str:
+def view_sql(schema: TableSchema, database: str, dialect: Dialect) -> str:
     """`CREATE OR REPLACE VIEW` for one table in the given engine's dialect."""
     if dialect not in DIALECTS:
         raise UnsupportedDialect(f"views --dialect: expected one of {', '.join(DIALECTS)}, got {dialect!r}")
@@ -48,15 +49,14 @@ def view_sql(schema: TableSchema, database: str, dialect: str) -> str:
             )
     query = semantics_sql(
         schema,
-        base=f"`{database}`.`{schema.table}_base`",
-        increments=f"`{database}`.`{schema.table}_increments`",
+        base=qualified(database, base_table(schema.table)),
+        increments=qualified(database, increments_table(schema.table)),
         live_only=True,
         dialect="hive" if dialect == "hive" else "spark",
     )
     if dialect == "hive":
         # sqlglot writes named_struct as Spark's STRUCT(x AS name), which Hive lacks: the Hive form is
-        # rendered for Hive by the template and only parse-checked
-        parse_check(query, "latest_rows.sql.j2 (hive)", dialect="hive")
+        # rendered for Hive by the template (and parse-checked as Hive there)
         body = query
     else:
         expression = sqlglot.parse_one(query, read="spark")
@@ -65,14 +65,14 @@ def view_sql(schema: TableSchema, database: str, dialect: str) -> str:
             expression = annotate_types(qualify(expression, schema=catalog, dialect="spark"), schema=catalog, dialect="spark")
         body = expression.sql(dialect=dialect, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE)
     name = sqlglot.exp.Table(this=sqlglot.exp.to_identifier(schema.table), db=sqlglot.exp.to_identifier(database))
-    return f"CREATE OR REPLACE VIEW {name.sql(dialect=dialect)} AS\n{body}"
+    return render("create_view_as.sql.j2", name=name.sql(dialect=dialect), query=body)
 
 
 def _sqlglot_schema(schema: TableSchema, database: str) -> dict:
     columns = dict(schema.columns + list(META_COLUMNS))
     return {
         database: {
-            f"{schema.table}_base": {**columns, **dict(BASE_EXTRA), BASE_PARTITION[0]: BASE_PARTITION[1]},
-            f"{schema.table}_increments": {**columns, **dict(INCREMENT_PARTITIONS)},
+            base_table(schema.table): {**columns, **dict(BASE_EXTRA), BASE_PARTITION[0]: BASE_PARTITION[1]},
+            increments_table(schema.table): {**columns, **dict(INCREMENT_PARTITIONS)},
         }
     }

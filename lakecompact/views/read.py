@@ -9,17 +9,24 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lakecompact import sql
-from lakecompact.catalog import Catalog
-from lakecompact.compaction.compact import VERSION_PROPERTY
+from lakecompact.catalog import VERSION_PROPERTY, Catalog
 from lakecompact.config import Config
+from lakecompact.errors import LakecompactError, QueryError
+from lakecompact.naming import base_table, changes_table, increments_table
 from lakecompact.report import say
 
 
 def run_sql(spark: SparkSession, config: Config, query: str, out=sys.stdout) -> int:
     """Print the rows as JSON lines, as `DataFrame.toJSON()` writes them."""
+    from pyspark.errors import AnalysisException
+
     if spark.catalog.databaseExists(config.database):
         sql.run(spark, "use_database.sql.j2", database=config.database)
-    return print_json_lines(spark.sql(query), out, "row(s)")
+    try:
+        frame = spark.sql(query)
+    except AnalysisException as exc:  # ParseException is one too
+        raise QueryError(str(exc)) from None
+    return print_json_lines(frame, out, "row(s)")
 
 
 def print_json_lines(frame, out, noun: str) -> int:
@@ -39,15 +46,14 @@ def status(spark: SparkSession, config: Config) -> list[dict]:
     rows = []
     for table in catalog.tables():
         schema = catalog.require(table)
-        db = f"`{config.database}`"
-        version = catalog.properties(f"{table}_base").get(VERSION_PROPERTY, "0")
-        base = spark.table(f"{db}.`{table}_base`").agg(
+        version = catalog.properties(base_table(table)).get(VERSION_PROPERTY, "0")
+        base = catalog.table(base_table(table)).agg(
             F.count(F.lit(1)).alias("rows"),
             F.sum(F.when(~F.col("__deleted") & (F.col("__op") != "t"), 1).otherwise(0)).alias("live"),
             F.max("__source_ts_ms").alias("ts"),
         ).first()
-        pending = catalog.partitions(f"{table}_increments")
-        increments = spark.table(f"{db}.`{table}_increments`").agg(
+        pending = catalog.partitions(increments_table(table))
+        increments = catalog.table(increments_table(table)).agg(
             F.count(F.lit(1)).alias("events"), F.max("__source_ts_ms").alias("ts")
         ).first()
         quarantine_root = catalog.paths(table).quarantine
@@ -66,7 +72,7 @@ def status(spark: SparkSession, config: Config) -> list[dict]:
                 "last_source_ts": _iso(last_ts),
             }
         )
-    unknown_root = f"{catalog.root}/_quarantine"
+    unknown_root = catalog.unplaced_quarantine
     if catalog.storage.list_names(unknown_root):
         rows.append({"table": "(no table)", "quarantined": spark.read.parquet(unknown_root).count()})
     return rows
@@ -98,7 +104,7 @@ def read_changes(spark: SparkSession, config: Config, table: str, from_version: 
     """The change feed of versions [from, to], in commit then source order."""
     catalog = Catalog(spark, config)
     catalog.require(table)
-    frame = spark.table(f"`{config.database}`.`{table}_changes`").where(F.col("__version") >= from_version)
+    frame = catalog.table(changes_table(table)).where(F.col("__version") >= from_version)
     if to_version is not None:
         frame = frame.where(F.col("__version") <= to_version)
     return frame.orderBy("__version", "__seq")
@@ -108,8 +114,6 @@ def print_changes(spark, config, table, from_version, to_version, fmt: str, outp
     frame = read_changes(spark, config, table, from_version, to_version)
     if fmt == "parquet":
         if not output:
-            from lakecompact.errors import LakecompactError
-
             raise LakecompactError("changes --format parquet: expected --output DIR for the parquet files")
         frame.write.mode("overwrite").parquet(output)
         count = spark.read.parquet(output).count()

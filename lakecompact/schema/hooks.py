@@ -19,20 +19,19 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import requests
 
-from lakecompact.errors import ConfigError, LakecompactError
+from lakecompact import retry
+from lakecompact.config import HookConfig
+from lakecompact.errors import LakecompactError
 from lakecompact.report import warn
 from lakecompact.schema.evolution import Change, classify
 
-HookKind = Literal["python", "command", "http"]
-KINDS: tuple[str, ...] = ("python", "command", "http")
 STATE_FILE = "hooks_fired.json"
-_RETRY_STATUS = frozenset({429}) | frozenset(range(500, 600))
 _PAYLOAD_KEYS = (
     "table",
     "database",
@@ -57,59 +56,6 @@ class HookStore(Protocol):
     def read_json(self, path: str) -> Any: ...
 
     def write_json(self, path: str, value: Any, *, overwrite: bool = False) -> None: ...
-
-
-@dataclass(frozen=True)
-class HookConfig:
-    """One hook. `target`: `package.module:function`, a shell command line, or an http(s) URL.
-
-    `retries` and `backoff_seconds` apply to HTTP hooks within one `fire()`; every kind is tried again
-    on the next `fire()` after a failure. Header values may name environment variables (`${TOKEN}`).
-    `name` identifies the hook in the state file (default `<kind>:<target>`).
-    """
-
-    kind: HookKind
-    target: str
-    headers: Mapping[str, str] = field(default_factory=dict)
-    timeout_seconds: float = 10.0
-    retries: int = 3
-    backoff_seconds: float = 0.5
-    name: str = ""
-
-    def __post_init__(self) -> None:
-        where = f"hooks.{self.name or self.kind}"
-        if self.kind not in KINDS:
-            raise ConfigError(f"{where}.kind", f"one of {', '.join(KINDS)}", self.kind)
-        if not isinstance(self.target, str) or not self.target.strip():
-            raise ConfigError(f"{where}.target", "a non-empty string", self.target)
-        if self.kind == "python":
-            module, _, function = self.target.partition(":")
-            if not module or not function.isidentifier():
-                raise ConfigError(f"{where}.target", "a Python callable as module:function", self.target)
-        if self.kind == "http" and not self.target.startswith(("http://", "https://")):
-            raise ConfigError(f"{where}.target", "an http:// or https:// URL", self.target)
-        if not isinstance(self.headers, Mapping) or not all(
-            isinstance(v, str) for v in self.headers.values()
-        ):
-            raise ConfigError(f"{where}.headers", "a table of string values", self.headers)
-        if (
-            isinstance(self.timeout_seconds, bool)
-            or not isinstance(self.timeout_seconds, (int, float))
-            or self.timeout_seconds <= 0
-        ):
-            raise ConfigError(f"{where}.timeout_seconds", "a number of seconds > 0", self.timeout_seconds)
-        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
-            raise ConfigError(f"{where}.retries", "a whole number >= 0", self.retries)
-        if (
-            isinstance(self.backoff_seconds, bool)
-            or not isinstance(self.backoff_seconds, (int, float))
-            or self.backoff_seconds < 0
-        ):
-            raise ConfigError(f"{where}.backoff_seconds", "a number of seconds >= 0", self.backoff_seconds)
-
-    @property
-    def id(self) -> str:
-        return self.name or f"{self.kind}:{self.target}"
 
 
 @dataclass(frozen=True)
@@ -199,7 +145,10 @@ def fire(
 
 
 def _run(hook: HookConfig, body: dict[str, Any], sleep: Callable[[float], None]) -> str | None:
-    runner = {"python": _run_python, "command": _run_command, "http": _run_http}[hook.kind]
+    runners = {"python": _run_python, "command": _run_command, "http": _run_http}
+    if hook.kind not in runners:
+        raise HookError(f"hook {hook.id}: expected a kind of {', '.join(runners)}, got {hook.kind!r}")
+    runner = runners[hook.kind]
     try:
         return runner(hook, body, sleep)
     except Exception as error:  # noqa: BLE001 - a hook must never break the job that fires it
@@ -272,9 +221,7 @@ def _run_http(hook: HookConfig, body: dict[str, Any], sleep: Callable[[float], N
     }
     data = json.dumps(body).encode()
     last = ""
-    for attempt in range(hook.retries + 1):
-        if attempt:
-            sleep(hook.backoff_seconds * 2 ** (attempt - 1))
+    for _ in retry.attempts(hook.retries, hook.backoff_seconds, sleep=sleep):
         try:
             response = requests.post(hook.target, data=data, headers=headers, timeout=hook.timeout_seconds)
         except (requests.ConnectionError, requests.Timeout) as error:
@@ -283,7 +230,7 @@ def _run_http(hook: HookConfig, body: dict[str, Any], sleep: Callable[[float], N
         if 200 <= response.status_code < 300:
             return None
         last = f"POST {hook.target} answered HTTP {response.status_code}: {response.text.strip()[:200]}"
-        if response.status_code not in _RETRY_STATUS:
+        if response.status_code not in retry.RETRY_STATUS:
             return last
     return f"{last} (after {hook.retries + 1} attempts)"
 

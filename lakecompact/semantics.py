@@ -1,0 +1,35 @@
+"""The semantic core as SQL: the inputs of latest_rows.sql.j2 / appended_rows.sql.j2, shared by the view
+and compaction, so that both compute the same latest state per key."""
+
+from __future__ import annotations
+
+from lakecompact import sql
+from lakecompact.schema.model import BASE_EXTRA, META_COLUMNS, ORDER_TYPE, ORIGINS_TYPE, VISIBLE_META, TableSchema
+
+
+def semantics_context(schema: TableSchema, *, base: str, increments: str, live_only: bool, **extra) -> dict:
+    """The inputs of latest_rows.sql.j2 / appended_rows.sql.j2 for one table."""
+    types = dict(schema.columns + list(META_COLUMNS) + list(BASE_EXTRA))
+    return {
+        "query": "appended_rows.sql.j2" if schema.keyless else "latest_rows.sql.j2",
+        "base": base,
+        "increments": increments,
+        "key": list(schema.key),
+        "columns": schema.column_names,
+        "toastable": [f.name for f in schema.fields if f.toastable and f.name not in schema.key],
+        "meta": [name for name, _ in META_COLUMNS],
+        "visible_meta": VISIBLE_META,
+        "types": types,
+        "origins_type": ORIGINS_TYPE,
+        "order_type": ORDER_TYPE,
+        "live_only": live_only,
+        "new_rows_only": False,
+        "dialect": "spark",
+        **extra,
+    }
+
+
+def semantics_sql(schema: TableSchema, **kwargs) -> str:
+    """The latest state of every key (or, keyless, every appended row) as one parse-checked query."""
+    context = semantics_context(schema, **kwargs)
+    return sql.render_checked(context["query"], parse_as=context["dialect"], **context)
