@@ -200,7 +200,8 @@ class Catalog:
         versions = [int(p[CHANGE_PARTITION[0]]) for p in self.partitions(table)] if exists else []
         if exists:
             self.run("drop_table.sql.j2", table=table)  # external: the files stay
-        self.run(*self._statements(schema)["changes"])
+        template, context = self._statements(schema)["changes"]
+        self.run(template, **context)
         paths = self.paths(schema.table)
         self.add_partitions(table, [([(CHANGE_PARTITION[0], v)], paths.changes(v)) for v in versions])
 

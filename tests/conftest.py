@@ -1,4 +1,9 @@
-"""One SparkSession for the whole run (local[2], embedded Hive metastore); each test gets its own lake."""
+"""One SparkSession for the whole run (local[2], embedded Hive metastore); each test gets its own lake.
+
+Every test that uses Spark is marked `spark` (those using the `spark`, `lake` or `e2e_spark` fixture are marked
+here; a test that starts Spark some other way carries the mark itself): `python -m pytest -m "not spark"` is the
+quick loop, which starts no JVM.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,28 @@ import os
 
 import pytest
 
+pytest.register_assert_rewrite("tests.support")  # the checks of its helpers report like a test's own asserts
+
 os.environ.setdefault("LAKECOMPACT_SPARK_LOG_LEVEL", "ERROR")
 
 _databases = itertools.count()
+
+# the fixtures that hand out a SparkSession; `fixturenames` is the closure of a test's fixtures, so a test
+# that uses one of them through another fixture is found too
+SPARK_FIXTURES = ("spark", "lake", "e2e_spark")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "spark: starts or uses Spark (a SparkSession fixture, or a lakecompact process); "
+        "the quick loop is -m 'not spark'",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(name in getattr(item, "fixturenames", ()) for name in SPARK_FIXTURES):
+            item.add_marker(pytest.mark.spark)
 
 
 @pytest.fixture(scope="session")

@@ -43,6 +43,7 @@ def days(d: date) -> int:
     return (d - date(1970, 1, 1)).days
 
 
+@pytest.mark.spark  # each command starts Spark in its own process: not for the quick `-m "not spark"` loop
 def test_land_compact_sql_status(tmp_path):
     config = minimal_config(tmp_path)
     (tmp_path / "events").mkdir()

@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from lakecompact import sql
+from lakecompact import crashpoints, sql
 from lakecompact.catalog import VERSION_PROPERTY, Catalog, TablePaths
 from lakecompact.compaction import changes
 from lakecompact.compaction.manifest import Manifest, Manifests
@@ -114,9 +114,13 @@ class Compactor:
             increments = self.catalog.table(self.increments_table).where(F.col("__batch").isin([b for _, b in pending]))
             report = self._write_version(current, version, increments, pending)
             self._point_base_at(self.manifests.read(version))
+            crashpoints.reached("swap")
             self._publish_changes(version)
+            crashpoints.reached("changes-published")
             self._archive(tuple(pending))
+            crashpoints.reached("archive")
             self._collect_garbage(self.manifests.read(version))
+            crashpoints.reached("garbage-collected")
         say(
             f"compact {self.table}: base v{current.version} -> v{version}: {report.events_in} events from "
             f"{len(pending)} batch(es), {report.rows_out} rows written ({report.live_rows} live), "
@@ -197,6 +201,7 @@ class Compactor:
         plan = self._plan(current, version, increments)
         base = self._read_base(current, plan.touched)
         written = self._write_rows(self._latest_rows(plan, version, base, increments), plan, version)
+        crashpoints.reached("version-written")
         after = self.spark.read.schema(self._base_schema()).parquet(self.paths.base_version(version))
         self._write_changes(version, before=base, after=after, increments=increments)
         buckets = {} if self.schema.keyless and plan.truncated else dict(current.buckets)
@@ -213,6 +218,7 @@ class Compactor:
                 "created_at": datetime.now(UTC).isoformat(),
             },
         ))
+        crashpoints.reached("manifest")
         data_buckets = [b for b in buckets if b != MARKER_BUCKET]
         rewritten = [b for b in plan.target if b != MARKER_BUCKET]
         return CompactReport(

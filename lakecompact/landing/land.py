@@ -18,6 +18,7 @@ from typing import Literal
 from pyspark.sql import DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 
+from lakecompact import crashpoints
 from lakecompact.catalog import DELETE_FORM_PROPERTY, Catalog
 from lakecompact.config import Config
 from lakecompact.errors import SchemaError
@@ -110,9 +111,11 @@ class Landing:
                 say(f"land: nothing new to land ({seconds_since(started)})")
                 return LandReport()
             self.storage.write_json(self.intent_path, intent, overwrite=True)
+            crashpoints.reached("intent")
         report = self._land(intent)
         state = self._advance(state, intent)
         self.state.write(number + 1, state)
+        crashpoints.reached("offsets-recorded")
         self.state.prune(keep=20)
         self._release_requeued(intent)
         self.storage.delete(self.intent_path)
@@ -409,8 +412,10 @@ class Landing:
                              for c, t in schema.columns + list(META_COLUMNS)]).select(*columns)
         location = self.catalog.paths(table).increment(hour, batch)
         count = self._write_counted(rows, location)
+        crashpoints.reached("increments-written")
         if count:
             self.catalog.add_partitions(increments_table(table), [([("__hour", hour), ("__batch", batch)], location)])
+            crashpoints.reached("partitions-added")
         return count
 
     def _line_quarantine(self, raw: DataFrame) -> DataFrame:

@@ -10,44 +10,13 @@ import pytest
 
 from lakecompact.catalog import Catalog
 from lakecompact.compaction.compact import VERSION_PROPERTY, Compactor
-from lakecompact.compaction.lock import exclusive_lock
+from lakecompact.storage import exclusive_lock
 from lakecompact.compaction.manifest import Manifests
 from lakecompact.errors import LockHeld
+from tests.support.crash import Crash, crash_once, nth
 from tests.support.debezium import INT, TEXT, Topic
 
 T = "public_items"
-
-
-class Crash(RuntimeError):
-    pass
-
-
-def crash_once(monkeypatch, owner, name: str, when=lambda *args, **kwargs: True):
-    """Make owner.name raise Crash the first time it is called with arguments `when` accepts."""
-    original = getattr(owner, name)
-    crashed = []
-
-    def patched(*args, **kwargs):
-        if not crashed and when(*args, **kwargs):
-            crashed.append(True)
-            raise Crash(f"simulated crash in {owner.__name__}.{name}")
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(owner, name, patched)
-    return crashed
-
-
-def nth(n: int, accept):
-    """A `when` for crash_once: true on the n-th call that `accept` accepts."""
-    seen = []
-
-    def when(*args, **kwargs):
-        if accept(*args, **kwargs):
-            seen.append(True)
-            return len(seen) == n
-        return False
-
-    return when
 
 
 def topic() -> Topic:

@@ -6,8 +6,10 @@ was already running when the session began). Skips when
 scripts/stack/install.sh has not run, or fails then if
 LAKECOMPACT_E2E_REQUIRED=1.
 
-``e2e_spark``: a local[2] SparkSession, bound to 127.0.0.1, with Spark's Kafka
-source (and Avro) jars from .stack/jars.
+``e2e_spark``: a session of the suite's one SparkContext (``spark.newSession()``
+of tests/conftest.py's ``spark``: the same Hive metastore and jars, its own SQL
+settings, so that the e2e settings do not reach the tests run after them), with
+Spark's Kafka source (and Avro) jars from .stack/jars.
 """
 from __future__ import annotations
 
@@ -59,29 +61,17 @@ def stack():
 
 @pytest.fixture(scope="session")
 def e2e_spark(stack, spark):
-    """The suite's one session (Hive support, Kafka and Avro jars from tests/conftest.py)."""
-    from pyspark.sql import SparkSession
-
-    jars = stack.spark_kafka_jars() + stack.spark_avro_jars()
+    """A session of the suite's one SparkContext (Hive support, and the Kafka and Avro jars tests/conftest.py
+    gives it) with the e2e tests' own SQL settings: `spark` itself keeps its settings."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only
-    preexisting = SparkSession.getActiveSession() is not None
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("lakecompact-e2e")
-        .config("spark.jars", ",".join(jars))
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    # A session created earlier (by another fixture) did not get spark.jars:
-    # add them to it instead.
+    session = spark.newSession()  # its own SQL conf, temporary views and current database; the same context
+    session.conf.set("spark.sql.shuffle.partitions", "2")
+    session.conf.set("spark.sql.session.timeZone", "UTC")
+    # the jars are on the context when tests/conftest.py found them in .stack/jars; a stack elsewhere
+    # (LAKECOMPACT_STACK_DIR) has them added here
     have = spark.sparkContext.getConf().get("spark.jars", "")
-    for j in jars:
+    for j in stack.spark_kafka_jars() + stack.spark_avro_jars():
         if j not in have:
-            spark.sql(f"ADD JAR '{j}'")
-    yield spark
-    if not preexisting:
-        spark.stop()
+            session.sql(f"ADD JAR '{j}'")
+    # not stopped at the end: that would stop the SparkContext it shares with `spark` (which tests/conftest.py stops)
+    return session

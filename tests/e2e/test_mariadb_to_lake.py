@@ -12,40 +12,9 @@ rewrite tests/fixtures/debezium/mariadb.* from this run.
 
 from __future__ import annotations
 
-import pytest
-
 from tests.e2e import support
-
-pytestmark = pytest.mark.e2e
-
-SEED = 20260416
+from tests.e2e.source_to_lake import SourceToLake
 
 
-@pytest.fixture(scope="module")
-def scenario(stack, spark, e2e_spark, tmp_path_factory):
-    session = support.check_session(spark, e2e_spark)
-    db = support.MariaDb(stack, support.unique("e2e_maria"))
-    return support.source_to_lake(session, stack, db, tmp_path_factory.mktemp("maria"), SEED)
-
-
-def test_tables_with_a_key_equal_the_source_after_each_step(scenario):
-    assert support.assert_equal(scenario.comparisons, keyed=True) > 0
-
-
-def test_table_without_a_key_equals_the_source_after_each_step(scenario):
-    """Append-only: every insert is a row, rows equal in every column too (in one batch, and one repeating a
-    row of the first batch in the second)."""
-    assert scenario.workload.copies_of_earlier_rows, "the workload copied no row of an earlier batch"
-    assert support.assert_equal(scenario.comparisons, keyed=False) > 0
-
-
-def test_debezium_sent_every_kind_of_event(scenario):
-    ops = support.op_counts(scenario.messages)
-    for needed in ("r", "c", "u", "d", "tombstone"):
-        assert ops[needed] > 0, f"the workload made no {needed!r} events: {dict(ops)}"
-    support.say(f"mariadb events: {dict(ops)}")
-
-
-def test_every_event_landed_exactly_once(scenario):
-    events = sum(1 for m in scenario.messages if m["payload"] is not None and m["topic"] in scenario.topics)
-    assert scenario.landed == events > 0
+class TestMariaDbToLake(SourceToLake):
+    database, name, seed = support.MariaDb, "maria", 20260416

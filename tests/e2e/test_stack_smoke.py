@@ -151,25 +151,37 @@ def connectors(stack):
         stack.delete_connector(n)
 
 
+def inserts(table: str) -> str:
+    """The ROWS, there before the connector is registered."""
+    return "".join(f"INSERT INTO {table} VALUES ({i}, '{n}', {a});" for i, n, a in ROWS)
+
+
+def stream_changes(spark, stack, connectors, *, name: str, topic: str, register, captured: str, run_sql, table: str):
+    """Register the connector (`register(name, topic prefix, tables)`), wait for its snapshot of the ROWS, then
+    insert, update and delete one row each (SQL run by `run_sql` on `table`): the topic's 7 messages."""
+    register(name, name, [captured])
+    connectors.append(name)
+    stack.wait_connector_running(name)
+    wait_for_messages(spark, stack, name, topic, 3)  # snapshot done
+
+    run_sql(
+        f"INSERT INTO {table} VALUES (4, 'dave', 40.50);"
+        f"UPDATE {table} SET name = 'bob-updated', amount = -20.75 WHERE id = 2;"
+        f"DELETE FROM {table} WHERE id = 3;")
+    return wait_for_messages(spark, stack, name, topic, 7)
+
+
 def test_postgres_to_kafka(stack, e2e_spark, run_id, connectors):
     name = f"smoke_pg_{run_id}"
-    topic = f"{name}.public.smoke_orders"
     stack.pg_sql(
         "DROP TABLE IF EXISTS public.smoke_orders;"
         "CREATE TABLE public.smoke_orders (id int PRIMARY KEY, name text NOT NULL, amount numeric(10,2));"
         "ALTER TABLE public.smoke_orders REPLICA IDENTITY FULL;"
-        + "".join(f"INSERT INTO public.smoke_orders VALUES ({i}, '{n}', {a});" for i, n, a in ROWS))
+        + inserts("public.smoke_orders"))
 
-    stack.register_postgres_connector(name, name, ["public.smoke_orders"])
-    connectors.append(name)
-    stack.wait_connector_running(name)
-    wait_for_messages(e2e_spark, stack, name, topic, 3)  # snapshot done
-
-    stack.pg_sql(
-        "INSERT INTO public.smoke_orders VALUES (4, 'dave', 40.50);"
-        "UPDATE public.smoke_orders SET name = 'bob-updated', amount = -20.75 WHERE id = 2;"
-        "DELETE FROM public.smoke_orders WHERE id = 3;")
-    rows = wait_for_messages(e2e_spark, stack, name, topic, 7)
+    rows = stream_changes(e2e_spark, stack, connectors, name=name, topic=f"{name}.public.smoke_orders",
+                          register=stack.register_postgres_connector, captured="public.smoke_orders",
+                          run_sql=stack.pg_sql, table="public.smoke_orders")
     check_change_stream(rows, connector_type="postgresql", db=stack.POSTGRES.database,
                         table="smoke_orders", scale=2)
 
@@ -177,20 +189,12 @@ def test_postgres_to_kafka(stack, e2e_spark, run_id, connectors):
 def test_mariadb_to_kafka(stack, e2e_spark, run_id, connectors):
     name = f"smoke_maria_{run_id}"
     db = stack.MARIADB.database
-    topic = f"{name}.{db}.smoke_orders"
     stack.mariadb_sql(
         "DROP TABLE IF EXISTS smoke_orders;"
         "CREATE TABLE smoke_orders (id INT PRIMARY KEY, name VARCHAR(50) NOT NULL, amount DECIMAL(10,2));"
-        + "".join(f"INSERT INTO smoke_orders VALUES ({i}, '{n}', {a});" for i, n, a in ROWS))
+        + inserts("smoke_orders"))
 
-    stack.register_mariadb_connector(name, name, [f"{db}.smoke_orders"])
-    connectors.append(name)
-    stack.wait_connector_running(name)
-    wait_for_messages(e2e_spark, stack, name, topic, 3)  # snapshot done
-
-    stack.mariadb_sql(
-        "INSERT INTO smoke_orders VALUES (4, 'dave', 40.50);"
-        "UPDATE smoke_orders SET name = 'bob-updated', amount = -20.75 WHERE id = 2;"
-        "DELETE FROM smoke_orders WHERE id = 3;")
-    rows = wait_for_messages(e2e_spark, stack, name, topic, 7)
+    rows = stream_changes(e2e_spark, stack, connectors, name=name, topic=f"{name}.{db}.smoke_orders",
+                          register=stack.register_mariadb_connector, captured=f"{db}.smoke_orders",
+                          run_sql=stack.mariadb_sql, table="smoke_orders")
     check_change_stream(rows, connector_type="mariadb", db=db, table="smoke_orders", scale=2)

@@ -8,35 +8,12 @@ import pytest
 from lakecompact.catalog import Catalog
 from lakecompact.landing import land as land_module
 from lakecompact.storage import VersionedState
+from tests.support.crash import Crash, crash_once, registering
 from tests.support.debezium import INT, TEXT, Topic
 
 ITEMS = "public_items"
 ORDERS = "public_orders"
 LOG = "public_audit_log"  # sorts before the others: landed first in a batch
-
-
-class Crash(RuntimeError):
-    pass
-
-
-def crash_once(monkeypatch, owner, name: str, when=lambda *args, **kwargs: True):
-    """Make owner.name raise Crash the first time it is called with arguments `when` accepts."""
-    original = getattr(owner, name)
-    crashed = []
-
-    def patched(*args, **kwargs):
-        if not crashed and when(*args, **kwargs):
-            crashed.append(True)
-            raise Crash(f"simulated crash in {owner.__name__}.{name}")
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(owner, name, patched)
-    return crashed
-
-
-def registering(table: str):
-    """add_partitions(self, table, partitions) called for `table`."""
-    return lambda self, name, *args, **kwargs: name == table
 
 
 def topics():
@@ -199,7 +176,7 @@ def test_a_crashed_requeue_is_finished_by_the_next_land(lake, monkeypatch, crash
 
 def test_a_second_lander_exits_with_a_clear_message(lake):
     """`requeue` by hand beside a scheduled `land` would plan the same batch number: one lander at a time."""
-    from lakecompact.compaction.lock import exclusive_lock
+    from lakecompact.storage import exclusive_lock
     from lakecompact.errors import LockHeld
 
     items, _ = topics()

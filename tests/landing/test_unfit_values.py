@@ -17,8 +17,7 @@ from lakecompact.schema.connect import avro_wire, row_fields, strip_wire
 from lakecompact.schema.model import TableSchema
 from lakecompact.views.read import status
 from tests.landing.test_quarantine import quarantined
-from tests.support.debezium import INT, PLACEHOLDER, Topic, decimal, decimal_wire
-from tests.unit.test_logical_types import VSD, _vsd
+from tests.support.debezium import INT, PLACEHOLDER, VSD, Topic, decimal, decimal_wire, vsd_wire
 
 TABLE = "public_prices"
 WIDE = decimal(65, 30)  # MySQL's widest DECIMAL; the table holds DECIMAL(38,30)
@@ -42,7 +41,7 @@ def _row(id_: int, amount: str | None = None, n: str | None = None, history: lis
     return {
         "id": id_,
         "amount": decimal_wire(amount, 30) if amount is not None else None,
-        "n": _vsd(n) if n is not None else None,
+        "n": vsd_wire(n) if n is not None else None,
         "history": [decimal_wire(h, 30) for h in history] if history is not None else None,
     }
 

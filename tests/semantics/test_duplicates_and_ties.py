@@ -38,17 +38,11 @@ def test_redelivery_is_harmless(lake):
     state = [_row(1, "one updated"), _row(3, "three again")]
     assert lake.view(TABLE) == state
     lake.write(_history())  # redelivered in a later batch, before compaction
-    lake.land()
-    assert lake.view(TABLE) == state
-    lake.compact()
-    assert lake.view(TABLE) == state
+    lake.land_then_compact(TABLE, state)
     base = [_b(1, "one updated", "u", 200), _b(2, "two", "d", 200, deleted=True), _b(3, "three again", "c", 300)]
     assert _base(lake) == base
     lake.write(_history() + _history())  # after compaction
-    lake.land()
-    assert lake.view(TABLE) == state
-    lake.compact()
-    assert lake.view(TABLE) == state
+    lake.land_then_compact(TABLE, state)
     assert _base(lake) == base
 
 

@@ -1,4 +1,4 @@
-"""The event forms lakecompact reads, with the real shared examples in ../shared/debezium-events.
+"""The event forms lakecompact reads, with Debezium's own examples in tests/fixtures/debezium-events.
 
 - ExtractNewRecordState rows (delete.tombstone.handling.mode=rewrite, add.fields=op,table,lsn,source.ts_ms):
   `__deleted` "true"/"false", `__op`, `__lsn` and `__source_ts_ms` become the meta columns; without `__op`
@@ -10,16 +10,15 @@
 
 import dataclasses
 import json
-from pathlib import Path
 
 from tests.support.debezium import DATE, INT, TEXT, Topic, decimal, decimal_wire
+from tests.support.paths import DEBEZIUM_EVENTS
 
-SHARED = Path("/work/shared/debezium-events")
 CUSTOMER_COLUMNS = ("id", "first_name", "last_name", "email")
 
 
 def _json(name):
-    return json.loads((SHARED / name).read_text())
+    return json.loads((DEBEZIUM_EVENTS / name).read_text())
 
 
 def _dumps(value):
@@ -59,7 +58,7 @@ PG_KEY = _json("pg_3x_RECONSTRUCTED_key.json")
 
 
 def _flat(values, drop=()):
-    """A rewritten value like the shared create_value, with other values, and fields left out."""
+    """A rewritten value like the example's create_value, with other values, and fields left out."""
     schema = dict(UNWRAP["create_value"]["schema"])
     schema["fields"] = [f for f in schema["fields"] if f["field"] not in drop]
     payload = {**UNWRAP["create_value"]["payload"], **values}
@@ -106,7 +105,7 @@ TUTORIAL = Kcat("tutorial.inventory.customers")
 
 def _tutorial_lines():
     lines = []
-    for text in (SHARED / "mysql_tutorial_console_key_TAB_value_lines.txt").read_text().splitlines():
+    for text in (DEBEZIUM_EVENTS / "mysql_tutorial_console_key_TAB_value_lines.txt").read_text().splitlines():
         key, value = text.split("\t")
         lines.append(TUTORIAL(key, value))
     return lines

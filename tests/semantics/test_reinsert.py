@@ -48,14 +48,11 @@ def test_reinsert_within_and_across_batches_and_compactions(lake):
         # 7: deleted here; re-inserted in batch 2, after compaction
         T.event("c", _row(7, "seven", 7), 100), T.event("d", _partial(7), 200),
     ])
-    lake.land()
     batch1 = [
         _row(1, "one again", 11), _row(2, "two", 2), _row(3, "three", 3), _row(5, None, None),
         _row(6, "six again", 66),
     ]
-    assert lake.view(TABLE) == batch1
-    lake.compact()
-    assert lake.view(TABLE) == batch1
+    lake.land_then_compact(TABLE, batch1)
     assert _base(lake) == [
         _b(1, "one again", 11, "c", 300), _b(2, "two", 2, "c", 100), _b(3, "three", 3, "c", 100),
         _b(4, "four again", 44, "d", 400, deleted=True), _b(5, None, None, "c", 300),
@@ -68,14 +65,11 @@ def test_reinsert_within_and_across_batches_and_compactions(lake):
         T.event("c", _row(7, None, 77), 300),
         T.event("d", _partial(1), 200),  # redelivered old delete: older than the re-insert
     ])
-    lake.land()
     batch2 = [
         _row(1, "one again", 11), _row(3, "three again", 33), _row(5, None, None), _row(6, "six again", 66),
         _row(7, None, 77),
     ]
-    assert lake.view(TABLE) == batch2
-    lake.compact()
-    assert lake.view(TABLE) == batch2
+    lake.land_then_compact(TABLE, batch2)
     assert _base(lake) == [
         _b(1, "one again", 11, "c", 300), _b(2, "two", 2, "d", 200, deleted=True),
         _b(3, "three again", 33, "c", 300), _b(4, "four again", 44, "d", 400, deleted=True),
@@ -86,14 +80,11 @@ def test_reinsert_within_and_across_batches_and_compactions(lake):
         T.event("c", _row(2, "two again", 22), 300),
         T.event("u", _row(7, "seven updated", 78), 400),
     ])
-    lake.land()
     batch3 = [
         _row(1, "one again", 11), _row(2, "two again", 22), _row(3, "three again", 33), _row(5, None, None),
         _row(6, "six again", 66), _row(7, "seven updated", 78),
     ]
-    assert lake.view(TABLE) == batch3
-    lake.compact()
-    assert lake.view(TABLE) == batch3
+    lake.land_then_compact(TABLE, batch3)
     assert _base(lake) == [
         _b(1, "one again", 11, "c", 300), _b(2, "two again", 22, "c", 300), _b(3, "three again", 33, "c", 300),
         _b(4, "four again", 44, "d", 400, deleted=True), _b(5, None, None, "c", 300),

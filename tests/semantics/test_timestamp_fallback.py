@@ -1,17 +1,16 @@
 """Connectors with neither LSN nor binlog position order by the finest source timestamp (DESIGN "Semantics").
 
 SQL Server events: `source` has ts_ms and, since Debezium 2.6, ts_us and ts_ns; the 1.x source block has ts_ms
-only (../shared/debezium-events/sqlserver_1.6_debezium_server_redis_delete_with_decimal.json). The finest one
+only (tests/fixtures/debezium-events/sqlserver_1.6_debezium_server_redis_delete_with_decimal.json). The finest one
 present decides (ts_ns, then ts_us, then ts_ms); the envelope's own ts_ms (processing time) never does.
 """
 
 import copy
 import json
-from pathlib import Path
 
 from tests.support.debezium import INT, TEXT, Topic
+from tests.support.paths import DEBEZIUM_EVENTS
 
-SHARED = Path("/work/shared/debezium-events")
 TOPIC = "mssql.inventory.dbo.orders"
 TABLE = "inventory_dbo_orders"
 T0 = 1_700_000_000_000  # ms
@@ -122,7 +121,7 @@ def test_finest_source_timestamp_orders_events(lake):
 
 def test_sqlserver_1x_fixture_delete_orders_by_ts_ms(lake):
     """The real SQL Server 1.6 delete (Decimal and Timestamp columns), with an insert that arrives after it."""
-    delete = json.loads((SHARED / "sqlserver_1.6_debezium_server_redis_delete_with_decimal.json").read_text())
+    delete = json.loads((DEBEZIUM_EVENTS / "sqlserver_1.6_debezium_server_redis_delete_with_decimal.json").read_text())
     create = copy.deepcopy(delete)
     payload = create["payload"]
     payload.update(op="c", after=payload["before"], before=None)

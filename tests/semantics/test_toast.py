@@ -1,6 +1,6 @@
 """TOAST: a column holding Debezium's unavailable-value placeholder keeps the key's previous value (DESIGN).
 
-The placeholder's forms follow ../shared/debezium-events/types_RECONSTRUCTED_encodings_from_debezium_tests.json:
+The placeholder's forms follow tests/fixtures/debezium-events/types_RECONSTRUCTED_encodings_from_debezium_tests.json:
 text (and uuid) columns, bytea as the base64 of the placeholder's bytes, text[] as a one-element array,
 int[] as the array of the placeholder's bytes. Checked within one batch, across batches, across a compaction
 and through chains of placeholder updates; the placeholder never reaches a reader, and the raw increments

@@ -43,18 +43,14 @@ def test_soft_delete_is_never_resurrected_by_older_events(lake):
     t = _topic("accounts")
     lake.write([
         # 1: created, updated, deleted; then its Kafka tombstone (skipped)
-        t.event("c", _row(1, "a", 1), 100),
-        t.event("u", _row(1, "b", 2), 200),
-        t.event("d", _partial(1), 300),
+        t.event("c", _row(1, "a", 1), 100), t.event("u", _row(1, "b", 2), 200), t.event("d", _partial(1), 300),
         t.tombstone({"id": 1}),
         # 2: deleted in batch 2
         t.event("c", _row(2, "x", 10), 100),
         # 3: never deleted
         t.event("c", _row(3, "keep", 30), 100),
         # 4: an older update arrives after the delete, in the same batch
-        t.event("c", _row(4, "four", 4), 100),
-        t.event("d", _partial(4), 200),
-        t.event("u", _row(4, "older", 15), 150),
+        t.event("c", _row(4, "four", 4), 100), t.event("d", _partial(4), 200), t.event("u", _row(4, "older", 15), 150),
         t.tombstone({"id": 4}),
     ])
     lake.land()
@@ -129,12 +125,9 @@ def test_hard_mode_purges_tombstones(lake):
     hard, kept = _topic("hard"), _topic("kept")
     for t in (hard, kept):
         lake.write([
-            t.event("c", _row(1, "gone", 1), 100),
-            t.event("d", _partial(1), 200),
-            t.tombstone({"id": 1}),
+            t.event("c", _row(1, "gone", 1), 100), t.event("d", _partial(1), 200), t.tombstone({"id": 1}),
             t.event("c", _row(2, "stays", 2), 100),
-            t.event("c", _row(3, "later gone", 3), 100),
-            t.event("u", _row(3, "updated", 33), 200),
+            t.event("c", _row(3, "later gone", 3), 100), t.event("u", _row(3, "updated", 33), 200),
         ])
     lake.land()
     for table in ("public_hard", "public_kept"):

@@ -1,6 +1,6 @@
 """Debezium events as real connectors write them (Kafka Connect JSON, with the schema embedded), in kcat -J form.
 
-The shapes follow ../shared/debezium-events (envelope field order, source blocks of the PostgreSQL and
+The shapes follow tests/fixtures/debezium-events (envelope field order, source blocks of the PostgreSQL and
 MySQL connectors, key schema, tombstones); values are given in their wire form.
 """
 
@@ -41,6 +41,19 @@ def decimal_wire(value: str | Decimal, scale: int) -> str:
         unscaled = int((Decimal(value) * (10**scale)).to_integral_value())
     length = max(1, (unscaled.bit_length() + 8) // 8)
     return base64.b64encode(unscaled.to_bytes(length, "big", signed=True)).decode()
+
+
+# PostgreSQL's unconstrained numeric: io.debezium.data.VariableScaleDecimal, the scale and the unscaled value
+VSD = {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "scale"},
+                                    {"type": "bytes", "optional": False, "field": "value"}],
+       "name": "io.debezium.data.VariableScaleDecimal", "version": 1, "doc": "Variable scaled decimal"}
+
+
+def vsd_wire(value: str) -> dict:
+    """io.debezium.data.VariableScaleDecimal wire value: the scale and the unscaled big-endian bytes."""
+    d = Decimal(value)
+    scale = max(-d.as_tuple().exponent, 0)
+    return {"scale": scale, "value": decimal_wire(value, scale)}
 
 
 def _field(name: str, schema: dict, optional: bool = True) -> dict:

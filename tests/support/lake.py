@@ -42,6 +42,13 @@ class Lake:
     def land(self, requeue: str | None = None):
         return land(self.spark, self.config, requeue)
 
+    def land_then_compact(self, table: str, view: list[dict]) -> None:
+        """Land what was written, then compact: `table`'s view (without meta columns) is `view` after each."""
+        self.land()
+        assert self.view(table) == view
+        self.compact()
+        assert self.view(table) == view
+
     def compact(self, *tables: str):
         return compact(self.spark, self.config, list(tables) or None)
 

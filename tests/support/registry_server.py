@@ -16,7 +16,7 @@ So this server follows the API instead (the parts lakecompact uses, with Conflue
 with optional HTTP basic auth (401), optional TLS (and client certificates), an optional path prefix (Apicurio serves the same API under
 `/apis/ccompat/v7`), a log of every request, and `fail_next(n, status)` to answer the next n requests
 with a 5xx. `load_debezium_schemas()` registers the Avro schemas of the real Debezium events in
-shared/debezium-events.
+tests/fixtures/debezium-events.
 """
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ import json
 import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any, Self
 from urllib.parse import unquote
 
 import avro.errors
 import avro.schema
 
+from tests.support.paths import DEBEZIUM_EVENTS
+
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
-EVENTS = Path(__file__).resolve().parents[3] / "shared" / "debezium-events"
 PG_TOPIC = "dbserver1.inventory.customers"
 
 
@@ -128,7 +128,7 @@ class RegistryServer:
         return sum(1 for _, path in self.requests if path.startswith(path_start))
 
     def load_debezium_schemas(self) -> dict[str, int]:
-        """Register the PostgreSQL envelope and key .avsc of shared/debezium-events; subject → id."""
+        """Register the PostgreSQL envelope and key .avsc of tests/fixtures/debezium-events; subject → id."""
         return {
             f"{PG_TOPIC}-value": self.register(
                 f"{PG_TOPIC}-value", read_avsc("avro_pg_3x_RECONSTRUCTED_value_envelope.avsc")
@@ -253,5 +253,5 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def read_avsc(name: str) -> dict[str, Any]:
-    """One of the Avro schemas in shared/debezium-events."""
-    return json.loads((EVENTS / name).read_text())
+    """One of the Avro schemas in tests/fixtures/debezium-events."""
+    return json.loads((DEBEZIUM_EVENTS / name).read_text())

@@ -13,7 +13,8 @@ import pytest
 from lakecompact.errors import SchemaError
 from lakecompact.schema.avro import AvroSchemaError, connect_schema, envelope_row_schema, key_fields
 from lakecompact.schema.connect import row_fields, table_type
-from tests.support.registry_server import EVENTS, read_avsc
+from tests.support.paths import DEBEZIUM_EVENTS
+from tests.support.registry_server import read_avsc
 
 
 def columns(row: dict) -> list[tuple[str, str]]:
@@ -25,7 +26,7 @@ def columns(row: dict) -> list[tuple[str, str]]:
 
 def test_pg_envelope_maps_to_the_schema_jsonconverter_embeds_for_the_same_event():
     avro_envelope = read_avsc("avro_pg_3x_RECONSTRUCTED_value_envelope.avsc")
-    embedded = json.loads((EVENTS / "pg_3x_RECONSTRUCTED_create_value.json").read_text())["schema"]
+    embedded = json.loads((DEBEZIUM_EVENTS / "pg_3x_RECONSTRUCTED_create_value.json").read_text())["schema"]
     converted = connect_schema(avro_envelope)
     assert converted == embedded
     assert json.dumps(converted) == json.dumps(embedded)  # JsonConverter's key order too
@@ -70,6 +71,15 @@ def _optional(schema, default=None):
         if default is None
         else {"type": [schema, "null"], "default": default}
     )
+
+
+def avro_field(name: str, schema) -> dict:
+    return {"name": name, "type": schema}
+
+
+def nullable_field(name: str, schema) -> dict:
+    """A field that may be null, as AvroConverter writes an optional one: null first, default null."""
+    return {"name": name, **_optional(schema)}
 
 
 MYSQL_ROW_FIELDS = [
@@ -127,24 +137,16 @@ MYSQL_SOURCE = {
     "name": "Source",
     "namespace": "io.debezium.connector.mysql",
     "fields": [
-        {"name": "version", "type": "string"},
-        {"name": "connector", "type": "string"},
-        {"name": "name", "type": "string"},
-        {"name": "ts_ms", "type": "long"},
+        avro_field("version", "string"), avro_field("connector", "string"), avro_field("name", "string"),
+        avro_field("ts_ms", "long"),
         {"name": "snapshot", "type": [{"type": "string", "connect.version": 1,
                                        "connect.parameters": {"allowed": "true,last,false,incremental"},
                                        "connect.default": "false", "connect.name": "io.debezium.data.Enum"}, "null"],
          "default": "false"},
-        {"name": "db", "type": "string"},
-        {"name": "sequence", "type": ["null", "string"], "default": None},
-        {"name": "table", "type": ["null", "string"], "default": None},
-        {"name": "server_id", "type": "long"},
-        {"name": "gtid", "type": ["null", "string"], "default": None},
-        {"name": "file", "type": "string"},
-        {"name": "pos", "type": "long"},
-        {"name": "row", "type": "int"},
-        {"name": "thread", "type": ["null", "long"], "default": None},
-        {"name": "query", "type": ["null", "string"], "default": None},
+        avro_field("db", "string"), nullable_field("sequence", "string"), nullable_field("table", "string"),
+        avro_field("server_id", "long"), nullable_field("gtid", "string"), avro_field("file", "string"),
+        avro_field("pos", "long"), avro_field("row", "int"), nullable_field("thread", "long"),
+        nullable_field("query", "string"),
     ],
     "connect.name": "io.debezium.connector.mysql.Source",
 }  # fmt: skip
@@ -170,11 +172,8 @@ def mysql_envelope(*, optional_columns: bool) -> dict:
         "name": "Envelope",
         "namespace": "shop.shop.orders",
         "fields": [
-            {"name": "before", "type": ["null", value], "default": None},
-            {"name": "after", "type": ["null", "Value"], "default": None},
-            {"name": "source", "type": MYSQL_SOURCE},
-            {"name": "op", "type": "string"},
-            {"name": "ts_ms", "type": ["null", "long"], "default": None},
+            nullable_field("before", value), nullable_field("after", "Value"), avro_field("source", MYSQL_SOURCE),
+            avro_field("op", "string"), nullable_field("ts_ms", "long"),
         ],
         "connect.version": 2,
         "connect.name": "shop.shop.orders.Envelope",
@@ -268,12 +267,10 @@ def test_flattened_value_drops_the_fields_the_smt_added():
         "name": "Value",
         "namespace": "dbserver1.inventory.customers",
         "fields": [
-            {"name": "id", "type": "int"},
-            {"name": "email", "type": "string"},
-            {"name": "__deleted", "type": ["null", "string"], "default": None},
-            {"name": "__op", "type": ["null", "string"], "default": None},
-            {"name": "__lsn", "type": ["null", "long"], "default": None},
-            {"name": "__source_ts_ms", "type": ["null", "long"], "default": None},
+            avro_field("id", "int"), avro_field("email", "string"),
+            # the fields ExtractNewRecordState added
+            nullable_field("__deleted", "string"), nullable_field("__op", "string"), nullable_field("__lsn", "long"),
+            nullable_field("__source_ts_ms", "long"),
         ],
         "connect.name": "dbserver1.inventory.customers.Value",
     }
@@ -361,7 +358,7 @@ def test_envelope_without_a_record_after_is_rejected():
         key_fields('"string"')
 
 
-# -- round trip over every Connect schema embedded in shared/debezium-events -----------------------
+# -- round trip over every Connect schema embedded in tests/fixtures/debezium-events ---------------
 
 
 def to_avro(schema: dict, named: set[str]) -> object:
@@ -442,7 +439,7 @@ def embedded_schemas() -> list[tuple[str, dict]]:
             for i, value in enumerate(node):
                 walk(value, f"{where}/{i}")
 
-    for path in sorted(EVENTS.glob("*.json")):
+    for path in sorted(DEBEZIUM_EVENTS.glob("*.json")):
         walk(json.loads(path.read_text()), path.name)
     return found
 

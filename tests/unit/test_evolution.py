@@ -53,40 +53,43 @@ def test_a_rename_is_a_drop_plus_an_add():
     ]
 
 
-@pytest.mark.parametrize(
-    ("old", "new", "old_type", "new_type"),
-    [
-        (TINYINT, SMALLINT, "TINYINT", "SMALLINT"),
-        (TINYINT, BIGINT, "TINYINT", "BIGINT"),
-        (SMALLINT, INT, "SMALLINT", "INT"),
-        (INT, BIGINT, "INT", "BIGINT"),
-        (FLOAT, DOUBLE, "FLOAT", "DOUBLE"),
-        ({"type": "float32"}, {"type": "float64"}, "FLOAT", "DOUBLE"),
-        (decimal(10, 2), decimal(12, 2), "DECIMAL(10,2)", "DECIMAL(12,2)"),
-    ],
-)
+# a column's type changes: what each one is, the Connect schemas before and after, and their table types
+TYPE_CHANGES = [
+    ("widened", TINYINT, SMALLINT, "TINYINT", "SMALLINT"),
+    ("widened", TINYINT, BIGINT, "TINYINT", "BIGINT"),
+    ("widened", SMALLINT, INT, "SMALLINT", "INT"),
+    ("widened", INT, BIGINT, "INT", "BIGINT"),
+    ("widened", FLOAT, DOUBLE, "FLOAT", "DOUBLE"),
+    ("widened", {"type": "float32"}, {"type": "float64"}, "FLOAT", "DOUBLE"),
+    ("widened", decimal(10, 2), decimal(12, 2), "DECIMAL(10,2)", "DECIMAL(12,2)"),
+    ("incompatible", TEXT, INT, "STRING", "INT"),
+    ("incompatible", INT, TEXT, "INT", "STRING"),
+    ("incompatible", BIGINT, INT, "BIGINT", "INT"),
+    ("incompatible", DOUBLE, FLOAT, "DOUBLE", "FLOAT"),
+    ("incompatible", INT, DOUBLE, "INT", "DOUBLE"),
+    ("incompatible", decimal(12, 2), decimal(10, 2), "DECIMAL(12,2)", "DECIMAL(10,2)"),
+    ("incompatible", decimal(10, 2), decimal(12, 4), "DECIMAL(10,2)", "DECIMAL(12,4)"),
+    ("incompatible", decimal(10, 2), decimal(10, 3), "DECIMAL(10,2)", "DECIMAL(10,3)"),
+    ("incompatible", ADDRESS, TEXT, "STRUCT<`street`:STRING>", "STRING"),
+    ("incompatible", DATE, MICRO_TS, "DATE", "TIMESTAMP"),
+    ("incompatible", {"type": "array", "items": INT}, {"type": "array", "items": BIGINT},
+     "ARRAY<INT>", "ARRAY<BIGINT>"),
+]
+
+
+def type_changes(change: str) -> list[tuple]:
+    """(old, new, old_type, new_type) of the TYPE_CHANGES that are `change`."""
+    return [case[1:] for case in TYPE_CHANGES if case[0] == change]
+
+
+@pytest.mark.parametrize(("old", "new", "old_type", "new_type"), type_changes("widened"))
 def test_widenings(old, new, old_type, new_type):
     changes = diff(fields(c=old), fields(c=new))
     assert changes == [Change("c", "widened", old_type, new_type)]
     assert classify(changes) == "compatible"
 
 
-@pytest.mark.parametrize(
-    ("old", "new", "old_type", "new_type"),
-    [
-        (TEXT, INT, "STRING", "INT"),
-        (INT, TEXT, "INT", "STRING"),
-        (BIGINT, INT, "BIGINT", "INT"),
-        (DOUBLE, FLOAT, "DOUBLE", "FLOAT"),
-        (INT, DOUBLE, "INT", "DOUBLE"),
-        (decimal(12, 2), decimal(10, 2), "DECIMAL(12,2)", "DECIMAL(10,2)"),
-        (decimal(10, 2), decimal(12, 4), "DECIMAL(10,2)", "DECIMAL(12,4)"),
-        (decimal(10, 2), decimal(10, 3), "DECIMAL(10,2)", "DECIMAL(10,3)"),
-        (ADDRESS, TEXT, "STRUCT<`street`:STRING>", "STRING"),
-        (DATE, MICRO_TS, "DATE", "TIMESTAMP"),
-        ({"type": "array", "items": INT}, {"type": "array", "items": BIGINT}, "ARRAY<INT>", "ARRAY<BIGINT>"),
-    ],
-)
+@pytest.mark.parametrize(("old", "new", "old_type", "new_type"), type_changes("incompatible"))
 def test_incompatible_changes(old, new, old_type, new_type):
     changes = diff(fields(id=INT, c=old), fields(id=INT, c=new, extra=TEXT))
     assert changes == [

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from lakecompact.errors import ConfigError
-from lakecompact.hooks import STATE_FILE, HookConfig, HookError, HookResult, fire, payload
+from lakecompact.schema.hooks import STATE_FILE, HookConfig, HookError, HookResult, fire, payload
 from lakecompact.schema.evolution import Change
 
 CHANGE = payload(

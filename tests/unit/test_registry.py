@@ -7,7 +7,7 @@ runnable Quarkus build; 3.x not at all) and cannot be rebuilt from Central becau
 `io.apicurio:apicurio-registry-utils-kafka` is missing there; Karapace is not on PyPI. So these tests
 run against `tests/support/registry_server.py`, an in-process server that follows the Confluent API
 (with its error bodies) and is loaded with the Avro schemas of real Debezium events
-(shared/debezium-events/*.avsc).
+(tests/fixtures/debezium-events/*.avsc).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import sqlglot
 from sqlglot import exp
 
 from lakecompact import sql
-from lakecompact.catalog import semantics_context
+from lakecompact.semantics import semantics_context
 from lakecompact.schema.connect import Field
 from lakecompact.schema.model import META_COLUMNS, TableSchema
 
@@ -48,6 +48,7 @@ def contexts() -> dict[str, dict]:
                                      "properties": {"lakecompact.base_version": "2"}},
         "add_columns.sql.j2": {"database": "db", "table": "orders_base", "columns": [("added", "BIGINT")]},
         "create_view.sql.j2": {"database": "db", "view": "orders", **semantics},
+        "create_view_as.sql.j2": {"name": "db.orders", "query": "SELECT 1 AS x"},
         "latest_rows.sql.j2": {**semantics, "live_only": False},
         "appended_rows.sql.j2": semantics_context(KEYLESS, base="b", increments="i", live_only=True),
         "change_net.sql.j2": {"before": "b", "after": "a", "key": ["id"], "columns": SCHEMA.column_names},
@@ -74,6 +75,13 @@ def test_template_parses(template, dialect):
                         "show_partitions.sql.j2", "show_tblproperties.sql.j2", "use_database.sql.j2"):
         # sqlglot understands these fully; the partition statements it keeps as commands
         assert not isinstance(parsed, exp.Command), f"{template} parsed only as an opaque command"
+
+
+@pytest.mark.parametrize("dialect", ["spark", "hive"])
+def test_the_bucket_clause_parses(dialect):
+    rendered = sql.render("clauses/bucket.sql.j2", key=["id", "region"], bucket_count=8)
+    assert _collapse(rendered) == "pmod(xxhash64(`id`, `region`), 8)"
+    assert sqlglot.parse_one(rendered, read=dialect) is not None
 
 
 def _collapse(text: str) -> str:

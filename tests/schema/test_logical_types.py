@@ -1,6 +1,6 @@
 """Decoding of every Connect / Debezium logical type, through one real land (DESIGN "Schema extractor").
 
-Values and encodings are those of ../shared/debezium-events/types_RECONSTRUCTED_encodings_from_debezium_tests.json
+Values and encodings are those of tests/fixtures/debezium-events/types_RECONSTRUCTED_encodings_from_debezium_tests.json
 (JsonConverter output for Debezium's own PostgreSQL test values), plus edge values of the same encodings.
 One snapshot event per value lands into one table; each row sets one column, the others are null. Values are
 read back through the view as strings where JSON would lose precision (decimals, dates, timestamps).
@@ -8,35 +8,17 @@ read back through the view as strings where JSON would lose precision (decimals,
 
 import base64
 import json
-from decimal import Context, Decimal
-from pathlib import Path
 
-from tests.support.debezium import Topic, decimal
+from tests.support.debezium import VSD, Topic, decimal, decimal_wire, vsd_wire
+from tests.support.paths import DEBEZIUM_EVENTS
 
-TYPES = "/work/shared/debezium-events/types_RECONSTRUCTED_encodings_from_debezium_tests.json"
-
-
-def _wire(value: str, scale: int) -> str:
-    """Connect Decimal wire form: base64 of the big-endian two's complement unscaled value (exact to 38 digits)."""
-    unscaled = int(Decimal(value).scaleb(scale, context=Context(prec=100)))
-    length = max(1, (unscaled.bit_length() + 8) // 8)
-    return base64.b64encode(unscaled.to_bytes(length, "big", signed=True)).decode()
+TYPES = DEBEZIUM_EVENTS / "types_RECONSTRUCTED_encodings_from_debezium_tests.json"
 
 
 def _named(type_, name, **extra):
     return {"type": type_, "name": name, "version": 1, **extra}
 
 
-def _vsd(value: str) -> dict:
-    """io.debezium.data.VariableScaleDecimal wire value: the scale and the unscaled big-endian bytes."""
-    d = Decimal(value)
-    scale = max(-d.as_tuple().exponent, 0)
-    return {"scale": scale, "value": _wire(value, scale)}
-
-
-VSD = {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "scale"},
-                                    {"type": "bytes", "optional": False, "field": "value"}],
-       "name": "io.debezium.data.VariableScaleDecimal", "version": 1, "doc": "Variable scaled decimal"}
 POINT = {"type": "struct", "fields": [{"type": "double", "optional": False, "field": "x"},
                                       {"type": "double", "optional": False, "field": "y"},
                                       {"type": "bytes", "optional": True, "field": "wkb"},
@@ -59,15 +41,15 @@ CASES = [
     ("money", _named("bytes", "org.apache.kafka.connect.data.Decimal", parameters={"scale": "2"}), "decimal(38,2)",
      AS_STRING, [("AeIT", "1234.11"), ("/h3t", "-1234.11")]),
     ("dec_38_0", decimal(38, 0), "decimal(38,0)", AS_STRING,
-     [(_wire("9" * 38, 0), "9" * 38), (_wire("-" + "9" * 34, 0), "-" + "9" * 34),
-      (_wire("-1" + "0" * 37, 0), "-1" + "0" * 37), ("/w==", "-1"), ("AA==", "0")]),
+     [(decimal_wire("9" * 38, 0), "9" * 38), (decimal_wire("-" + "9" * 34, 0), "-" + "9" * 34),
+      (decimal_wire("-1" + "0" * 37, 0), "-1" + "0" * 37), ("/w==", "-1"), ("AA==", "0")]),
     ("dec_20_5", decimal(20, 5), "decimal(20,5)", AS_STRING,
-     [(_wire("-123456789012345.67891", 5), "-123456789012345.67891")]),
+     [(decimal_wire("-123456789012345.67891", 5), "-123456789012345.67891")]),
     ("dec_5_4", decimal(5, 4), "decimal(5,4)", AS_STRING,
-     [(_wire("-0.0012", 4), "-0.0012"), (_wire("0.0300", 4), "0.0300")]),
+     [(decimal_wire("-0.0012", 4), "-0.0012"), (decimal_wire("0.0300", 4), "0.0300")]),
     ("dvs", VSD, "decimal(38,18)", AS_STRING,
-     [({"scale": 4, "value": "AYr3"}, "10.111100000000000000"), (_vsd("-123.45"), "-123.450000000000000000"),
-      (_vsd("42"), "42.000000000000000000")]),
+     [({"scale": 4, "value": "AYr3"}, "10.111100000000000000"), (vsd_wire("-123.45"), "-123.450000000000000000"),
+      (vsd_wire("42"), "42.000000000000000000")]),
     ("dec_double", {"type": "double"}, "double", "{c}", [(1.1, 1.1)]),
     ("dec_string", {"type": "string"}, "string", "{c}", [("1.10", "1.10"), ("NAN", "NAN")]),
     ("date", _named("int32", "io.debezium.time.Date"), "date", AS_STRING,
@@ -118,7 +100,7 @@ CASES = [
     ("text_array", {"type": "array", "items": {"type": "string", "optional": True}}, "array<string>", "{c}",
      [(["a", None, "c"], ["a", None, "c"])]),
     ("dec_array", {"type": "array", "items": {**decimal(5, 2), "optional": True}}, "array<decimal(5,2)>", STRINGS,
-     [([_wire("1.10", 2), _wire("-2.50", 2)], ["1.10", "-2.50"])]),
+     [([decimal_wire("1.10", 2), decimal_wire("-2.50", 2)], ["1.10", "-2.50"])]),
     ("date_array", {"type": "array", "items": {**_named("int32", "io.debezium.time.Date"), "optional": True}},
      "array<date>", STRINGS, [([17109, 0], ["2016-11-04", "1970-01-01"])]),
     ("hstore_json", _named("string", "io.debezium.data.Json"), "string", "{c}", [('{"key":"val"}', '{"key":"val"}')]),
@@ -169,23 +151,23 @@ def test_every_logical_type_decodes(lake):
 def test_negative_decimals_with_38_digits_land(lake):
     cases = [
         ("dec_38_0", decimal(38, 0), "decimal(38,0)", AS_STRING,
-         [(_wire("-" + "9" * 38, 0), "-" + "9" * 38), (_wire("-" + "1" * 38, 0), "-" + "1" * 38)]),
+         [(decimal_wire("-" + "9" * 38, 0), "-" + "9" * 38), (decimal_wire("-" + "1" * 38, 0), "-" + "1" * 38)]),
         ("dec_38_38", decimal(38, 38), "decimal(38,38)", AS_STRING,
-         [(_wire("-0." + "9" * 38, 38), "-0." + "9" * 38)]),
+         [(decimal_wire("-0." + "9" * 38, 38), "-0." + "9" * 38)]),
     ]
     expected, view = _land(lake, cases)
     assert _read_back(lake, view, cases) == expected
 
 
 def test_cases_follow_the_shared_encodings():
-    """The wire values above are those of the shared encodings file, and decimal_wire agrees with it."""
-    shared = json.loads(Path(TYPES).read_text())
-    assert shared["decimal_precise_NUMERIC(3,2)"]["json"] == "bg==" == _wire("1.10", 2)
-    assert _wire("9" * 38, 0) == "SztMqFqGxHoJiiI//////w==" and _wire("-1", 0) == "/w=="
-    assert shared["decimal_precise_NUMERIC(6,4)"]["json"] == "A2P4" == _wire("22.2200", 4)
-    assert shared["decimal_precise_MONEY"]["json"] == "AeIT" == _wire("1234.11", 2)
-    assert shared["decimal_precise_MONEY"]["negative_-1234.11"] == "/h3t" == _wire("-1234.11", 2)
-    assert shared["variable_scale_decimal_unconstrained_NUMERIC"]["json"] == {"scale": 4, "value": "AYr3"} == _vsd("10.1111")
+    """The wire values above are those of the encodings file (TYPES), and decimal_wire agrees with it."""
+    shared = json.loads(TYPES.read_text())
+    assert shared["decimal_precise_NUMERIC(3,2)"]["json"] == "bg==" == decimal_wire("1.10", 2)
+    assert decimal_wire("9" * 38, 0) == "SztMqFqGxHoJiiI//////w==" and decimal_wire("-1", 0) == "/w=="
+    assert shared["decimal_precise_NUMERIC(6,4)"]["json"] == "A2P4" == decimal_wire("22.2200", 4)
+    assert shared["decimal_precise_MONEY"]["json"] == "AeIT" == decimal_wire("1234.11", 2)
+    assert shared["decimal_precise_MONEY"]["negative_-1234.11"] == "/h3t" == decimal_wire("-1234.11", 2)
+    assert shared["variable_scale_decimal_unconstrained_NUMERIC"]["json"] == {"scale": 4, "value": "AYr3"} == vsd_wire("10.1111")
     assert shared["io.debezium.time.Date"]["json"] == 17109
     assert shared["io.debezium.time.Time (TIME(1..3), adaptive)"]["json"] == 49890123
     assert shared["io.debezium.time.MicroTime"]["json"] == 49890000000
@@ -204,10 +186,10 @@ def test_cases_follow_the_shared_encodings():
 def test_negative_decimals_with_35_to_37_digits(lake):
     cases = [
         ("dec_38_0", decimal(38, 0), "decimal(38,0)", AS_STRING,
-         [(_wire("-" + "9" * 35, 0), "-" + "9" * 35), (_wire("-" + "9" * 37, 0), "-" + "9" * 37),
-          (_wire("-1234567890123456789012345678901234567", 0), "-1234567890123456789012345678901234567")]),
+         [(decimal_wire("-" + "9" * 35, 0), "-" + "9" * 35), (decimal_wire("-" + "9" * 37, 0), "-" + "9" * 37),
+          (decimal_wire("-1234567890123456789012345678901234567", 0), "-1234567890123456789012345678901234567")]),
         ("dec_38_10", decimal(38, 10), "decimal(38,10)", AS_STRING,
-         [(_wire("-1234567890123456789012345.6789012345", 10), "-1234567890123456789012345.6789012345")]),
+         [(decimal_wire("-1234567890123456789012345.6789012345", 10), "-1234567890123456789012345.6789012345")]),
     ]
     expected, view = _land(lake, cases)
     assert _read_back(lake, view, cases) == expected

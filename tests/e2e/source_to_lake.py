@@ -1,0 +1,46 @@
+"""The checks test_postgres_to_lake and test_mariadb_to_lake share: a class each of those modules subclasses
+with its database (and seed), so that pytest runs them there, against that database's scenario. The class
+name does not start with `Test`, so it is not collected here."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e import support
+
+
+@pytest.mark.e2e
+class SourceToLake:
+    """One database's scenario (support.source_to_lake), run once for the class, and its checks."""
+
+    database: type[support.SourceDb]  # Postgres or MariaDb
+    name: str  # names the namespace (e2e_<name>_…) and the temporary folder
+    seed: int
+    latest_lake = names_table = False  # the options of support.source_to_lake
+    needed_events = ("r", "c", "u", "d", "tombstone")  # every kind of event the workload must make Debezium send
+
+    @pytest.fixture(scope="class")
+    def scenario(self, stack, spark, e2e_spark, tmp_path_factory):
+        session = support.check_session(spark, e2e_spark)
+        db = self.database(stack, support.unique(f"e2e_{self.name}"))
+        return support.source_to_lake(session, stack, db, tmp_path_factory.mktemp(self.name), self.seed,
+                                      latest_lake=self.latest_lake, names_table=self.names_table)
+
+    def test_tables_with_a_key_equal_the_source_after_each_step(self, scenario):
+        assert support.assert_equal(scenario.comparisons, keyed=True) > 0
+
+    def test_table_without_a_key_equals_the_source_after_each_step(self, scenario):
+        """Append-only: every insert is a row, rows equal in every column too (in one batch, and one repeating a
+        row of the first batch in the second)."""
+        assert scenario.workload.copies_of_earlier_rows, "the workload copied no row of an earlier batch"
+        assert support.assert_equal(scenario.comparisons, keyed=False) > 0
+
+    def test_debezium_sent_every_kind_of_event(self, scenario):
+        ops = support.op_counts(scenario.messages)
+        for needed in self.needed_events:
+            assert ops[needed] > 0, f"the workload made no {needed!r} events: {dict(ops)}"
+        support.say(f"{scenario.db.kind} events: {dict(ops)}")
+
+    def test_every_event_landed_exactly_once(self, scenario):
+        events = sum(1 for m in scenario.messages if m["payload"] is not None and m["topic"] in scenario.topics)
+        assert scenario.landed == events > 0
