@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pyspark.sql import SparkSession
+from collections.abc import Callable
+
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
 from lakecompact import metastore_guard
 from lakecompact.config import Config
@@ -107,3 +109,19 @@ def create_session(config: Config, *, wait: bool = True, verbose: bool = False) 
     spark.sparkContext.setLogLevel(os.environ.get("LAKECOMPACT_SPARK_LOG_LEVEL", "WARN" if verbose else "ERROR"))
     return spark
 
+
+
+def write_counted(
+    frame: DataFrame, write: Callable[[DataFrame], None], written: Callable[[], DataFrame], **aggregates: Column
+) -> dict[str, int]:
+    """Run `write(frame)` and the aggregates over the rows it wrote, computed while writing (no second read).
+
+    When the optimizer proved the result empty, it drops the observation with the plan's other nodes: then the
+    aggregates are computed over `written()`, the rows as read back.
+    """
+    observation = Observation()
+    write(frame.observe(observation, *[column.alias(name) for name, column in aggregates.items()]))
+    try:
+        return observation.get
+    except Exception:  # noqa: BLE001 - py4j: "assertion failed" on the empty row of an observation that never ran
+        return written().agg(*[column.alias(name) for name, column in aggregates.items()]).first().asDict()

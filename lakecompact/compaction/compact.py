@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -29,6 +29,7 @@ from lakecompact.naming import base_table, changes_table, increments_table
 from lakecompact.report import say, seconds_since, warn
 from lakecompact.schema.model import BASE_EXTRA, CHANGE_PARTITION, META_COLUMNS, TableSchema
 from lakecompact.semantics import semantics_sql
+from lakecompact.spark import write_counted
 from lakecompact.storage import exclusive_lock
 
 __all__ = ["VERSION_PROPERTY", "CompactReport", "Compactor", "compact", "rollback"]
@@ -187,14 +188,14 @@ class Compactor:
         """Write the version's folders; counted while written (no second read)."""
         location = self.paths.base_version(version)
         self.storage.delete(location)  # a half-written attempt of this version is garbage
-        counted = Observation()
-        rows = rows.observe(
-            counted, F.count(F.lit(1)).alias("rows"), F.count(F.when(~F.col("__deleted"), 1)).alias("live")
+        metrics = write_counted(
+            rows,
+            lambda frame: frame.repartition(max(len(plan.target), 1), "__bucket").write.partitionBy("__bucket").parquet(location),
+            lambda: self.spark.read.schema(self._base_schema()).parquet(location),
+            rows=F.count(F.lit(1)), live=F.count(F.when(~F.col("__deleted"), 1)),
         )
-        rows.repartition(max(len(plan.target), 1), "__bucket").write.partitionBy("__bucket").parquet(location)
         for b in plan.target:
             self.storage.mkdirs(self.paths.base_bucket(version, b))
-        metrics = counted.get
         return WrittenRows(metrics["rows"], metrics["live"])
 
     def _write_version(self, current: Manifest, version: int, increments: DataFrame, pending) -> CompactReport:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from pyspark.sql import DataFrame, Observation, Row, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from lakecompact import crashpoints
@@ -30,6 +30,7 @@ from lakecompact.schema import apply
 from lakecompact.schema.connect import Field, avro_reader_schema, avro_wire, strip_wire
 from lakecompact.schema.model import META_COLUMNS, TableSchema
 from lakecompact.schema.registry import RegistryError
+from lakecompact.spark import write_counted
 from lakecompact.storage import VersionedState, exclusive_lock
 
 # the message as it came (Avro values as bytes), so that `requeue` can land it again once the cause is fixed
@@ -438,9 +439,10 @@ class Landing:
     def _write_counted(self, rows: DataFrame, location: str) -> int:
         """Write rows to a folder (replacing a crashed attempt's), counted as they are written; an empty
         folder is removed."""
-        counted = Observation()
-        rows.observe(counted, F.count(F.lit(1)).alias("rows")).write.mode("overwrite").parquet(location)
-        count = counted.get["rows"]
+        count = write_counted(
+            rows, lambda frame: frame.write.mode("overwrite").parquet(location),
+            lambda: self.spark.read.parquet(location), rows=F.count(F.lit(1)),
+        )["rows"]
         if not count:
             self.storage.delete(location)
         return count
