@@ -66,6 +66,9 @@ def session_conf(config: Config, *, verbose: bool = False) -> dict[str, str]:
         java_options.append(f"-Dderby.stream.error.file={metastore_dir / 'derby.log'}")
     if java_options:
         conf["spark.driver.extraJavaOptions"] = " ".join(java_options)
+    if config.spark.master.startswith("local") and not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        # Spark's 200 shuffle partitions are for clusters: on a few local cores most would be empty tasks
+        conf["spark.sql.shuffle.partitions"] = str(4 * (os.cpu_count() or 2))
     jars = _stack_jars(config)
     if jars:
         conf["spark.jars"] = ",".join(jars)

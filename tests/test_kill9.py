@@ -59,18 +59,21 @@ def test_killed_land_and_compact_are_finished_by_the_next_run(tmp_path):
     expected = {i: f"n{i}" for i in range(1, 6)}
 
     assert killed(run(config, "land", kill_at="partitions-added"))  # one table's increment registered, no offsets
-    assert run(config, "land").returncode == 0
-    assert view(config) == expected
-    assert "nothing new to land" in run(config, "land").stdout  # the batch was recorded once
+    rerun = run(config, "land")
+    assert rerun.returncode == 0, rerun.stderr
+    assert "land: batch 1 was interrupted; landing the same input again" in rerun.stdout
 
     assert killed(run(config, "compact", kill_at="swap"))  # committed, nothing archived or collected
-    assert view(config) == expected
+    assert view(config) == expected  # base v1 and its (not yet archived) increment: each key once
     finished = run(config, "compact")
     assert finished.returncode == 0, finished.stderr
+    assert "nothing pending (base v1)" in finished.stdout  # the killed run's version stands, finished by this one
+
     write_kcat(events / "b.jsonl", [ITEMS.event("u", {"id": 2, "name": "n2 later"}, 300),
                                     ITEMS.event("c", {"id": 1, "name": "n1 stale"}, 50),  # late: loses
                                     ITEMS.event("d", {"id": 5, "name": "n5"}, 301)])
-    assert run(config, "land").returncode == 0
+    landed = run(config, "land")
+    assert "land: batch 2: 3 events in" in landed.stdout, landed.stdout  # batch 1 was recorded once
     assert run(config, "compact").returncode == 0
     assert view(config) == {1: "n1", 2: "n2 later", 3: "n3", 4: "n4"}
 

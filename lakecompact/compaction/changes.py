@@ -18,10 +18,18 @@ from lakecompact.semantics import semantics_context, semantics_sql
 from lakecompact.sql import query
 
 
-def net_changes(spark: SparkSession, schema: TableSchema, before: DataFrame, after: DataFrame) -> DataFrame:
-    """Per key: live row in `before` (base N-1) against the row in `after` (base N, tombstones included)."""
+def net_changes(
+    spark: SparkSession, schema: TableSchema, before: DataFrame, after: DataFrame, changed: DataFrame | None = None
+) -> DataFrame:
+    """Per key: live row in `before` (base N-1) against the row in `after` (base N, tombstones included).
+
+    `changed`: the increments, when only the keys they name can have changed (no truncate among them).
+    """
     context = {"before": "{before}", "after": "{after}", "key": list(schema.key), "columns": schema.column_names}
-    return query(spark, "change_net.sql.j2", context, before=before, after=after)
+    if changed is not None:
+        context["changed"] = "{changed}"
+    relations = {"before": before, "after": after, **({"changed": changed} if changed is not None else {})}
+    return query(spark, "change_net.sql.j2", context, **relations)
 
 
 def event_changes(spark: SparkSession, schema: TableSchema, base: DataFrame, increments: DataFrame) -> DataFrame:
@@ -57,6 +65,7 @@ def feed(
     before: DataFrame,
     after: DataFrame,
     increments: DataFrame,
+    truncated: bool,
     committed_at: str,
 ) -> DataFrame:
     """The rows of `<t>_changes` for one version (`mode` "off" writes no feed: the caller does not ask)."""
@@ -65,7 +74,7 @@ def feed(
     elif mode == "events":
         frame = event_changes(spark, schema, before, increments)
     elif mode == "net":
-        frame = net_changes(spark, schema, before, after)
+        frame = net_changes(spark, schema, before, after, changed=None if truncated else increments)
     else:
         raise LakecompactError(f"change_feed of table {schema.table}: expected net or events, got {mode!r}")
     columns = [name for name, _ in change_columns(schema)]

@@ -204,7 +204,7 @@ class Compactor:
         written = self._write_rows(self._latest_rows(plan, version, base, increments), plan, version)
         crashpoints.reached("version-written")
         after = self.spark.read.schema(self._base_schema()).parquet(self.paths.base_version(version))
-        self._write_changes(version, before=base, after=after, increments=increments)
+        self._write_changes(version, before=base, after=after, increments=increments, truncated=plan.truncated)
         buckets = {} if self.schema.keyless and plan.truncated else dict(current.buckets)
         buckets.update({b: version for b in plan.target})
         self.manifests.write(Manifest(
@@ -227,7 +227,9 @@ class Compactor:
             max(plan.bucket_count, len(data_buckets)),
         )
 
-    def _write_changes(self, version: int, *, before: DataFrame, after: DataFrame, increments: DataFrame) -> None:
+    def _write_changes(
+        self, version: int, *, before: DataFrame, after: DataFrame, increments: DataFrame, truncated: bool
+    ) -> None:
         """Staged beside the feed; published (one rename) only once the version is committed."""
         staging = self.paths.changes_staging(version)
         self.storage.delete(staging)
@@ -235,7 +237,7 @@ class Compactor:
             return
         frame = changes.feed(
             self.spark, self.schema, self.settings.change_feed, before=before, after=after,
-            increments=increments, committed_at=datetime.now(UTC).isoformat(),
+            increments=increments, truncated=truncated, committed_at=datetime.now(UTC).isoformat(),
         )
         frame.coalesce(1).write.parquet(staging)
 
