@@ -1,0 +1,80 @@
+"""lakecompact in one process (main Python env, Spark 4): the spec's ops against one warehouse.
+
+ops: {"op": "land", "paths": [globs], "step": name} | {"op": "compact", "step": name}
+   | {"op": "read", "step": name, "relation": "lake.public_customers", "repeat": n, "where": ""}
+   | {"op": "check", "name": name, "relation": ...}
+Step times exclude the JVM start (recorded as the step "session start").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import run_main, spark_check, spark_conf, timed_read
+
+
+def _plain(report):
+    if report is None:
+        return None
+    if isinstance(report, list):
+        return [_plain(r) for r in report]
+    if dataclasses.is_dataclass(report):
+        return dataclasses.asdict(report)
+    return repr(report)
+
+
+def body(spec: dict, rec) -> None:
+    from lakecompact import config as config_module
+    from lakecompact.spark import create_session
+
+    lake = spec["lake"]
+
+    def config(paths):
+        return config_module.from_dict({
+            "warehouse": lake["warehouse"],
+            "database": lake.get("database", "lake"),
+            "source": {"kind": "files", "paths": list(paths)},
+            "defaults": {"buckets": lake["buckets"], **lake.get("defaults", {})},
+            "spark": {"master": spec.get("master", "local[2]"), "conf": {**spark_conf(spec), **lake.get("conf", {})}},
+        })
+
+    paths: list[str] = list(spec.get("initial_paths") or ["/nonexistent/*.jsonl"])
+    with rec.step("session start", startup=True):
+        spark = create_session(config(paths))
+    import pyspark
+
+    rec.result["info"].update(spark_version=spark.version, pyspark=pyspark.__version__)
+    from lakecompact.compaction.compact import compact
+    from lakecompact.landing.land import land
+
+    for op in spec["ops"]:
+        kind = op["op"]
+        if kind == "land":
+            paths = list(op["paths"])
+            with rec.step(op["step"]) as info:
+                report = land(spark, config(paths))
+            info["report"] = _plain(report)
+            quarantined = getattr(report, "quarantined", None) or {}
+            if sum(quarantined.values()):
+                info["QUARANTINED"] = quarantined
+                print(f"!!! lakecompact quarantined events: {quarantined}", file=sys.stderr)
+        elif kind == "compact":
+            with rec.step(op["step"]) as info:
+                reports = compact(spark, config(paths))
+            info["report"] = _plain(reports)
+        elif kind == "read":
+            timed_read(rec, spark, op["step"], op.get("relation", "lake.public_customers"), op.get("repeat", 1),
+                       op.get("where", ""))
+        elif kind == "check":
+            spark_check(rec, spark, op["name"], op.get("relation", "lake.public_customers"), op.get("where", ""))
+        else:
+            raise ValueError(f"unknown op {kind}")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    run_main("lakecompact", body)

@@ -1,0 +1,1020 @@
+"""lakecompact against Delta, Iceberg, Hudi, DuckDB and delta-rs, on the same event files in the same run.
+
+    bash benchmarks/setup.sh                        # once: .bench/venv35 (Spark 3.5 peers), .bench/jars
+    nice -n 10 python benchmarks/run.py merge [--rows 1000000] [--change-rows 100000] [--engines a,b]
+    nice -n 10 python benchmarks/run.py change-size | base-scaling | landing | view-read | small-command
+
+Run it with the Python that has lakecompact installed (the project's main env, Spark 4); the peers run
+in .bench/venv35 (Spark 3.5). Every engine is its own process, one at a time, on local[2] with the same
+driver memory; each reports its own step times (JVM start excluded) and this harness the process's wall
+time and peak memory. After the change every engine's table is checked (live rows, sum(score), a checksum
+of md5(id|name|score|bio)) against the DuckDB reference and the others; a mismatch is printed and marked.
+Results: benchmarks/results/<scenario>.{json,md,png}. See benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+ENGINES_DIR = HERE / "engines"
+BENCH = Path(os.environ.get("BENCH_DIR", ROOT / ".bench"))
+VENV_PYTHON = BENCH / "venv35" / "bin" / "python"
+JARS = BENCH / "jars"
+RESULTS = HERE / "results"
+SCENARIOS = ("merge", "change-size", "base-scaling", "landing", "view-read", "small-command")
+PEERS = ("delta", "delta-dv", "iceberg-cow", "iceberg-mor", "hudi-cow", "hudi-mor")
+ALL_ENGINES = ("lakecompact", "lakecompact-cli", "raw-spark", *PEERS, "duckdb", "delta-rs")
+DEFAULT_MERGE_ENGINES = ("lakecompact", "lakecompact-cli", "raw-spark", "delta", "iceberg-cow", "iceberg-mor",
+                         "hudi-cow", "duckdb", "delta-rs")
+VIEW = "lake.public_customers"
+CHECK_SQL = (
+    "count(*) AS rows, sum(score) AS score_sum, "
+    "sum(CAST(conv(substr(md5(concat_ws('|', CAST(id AS STRING), name, CAST(score AS STRING), bio)), 1, 8), 16, 10)"
+    " AS BIGINT)) AS checksum"
+)
+READ_SQL = f"SELECT count(*), sum(score) FROM {VIEW}"
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def loud(message: str) -> None:
+    bar = "!" * 100
+    print(f"\n{bar}\n!!! {message}\n{bar}\n", file=sys.stderr, flush=True)
+
+
+# -- the machine ---------------------------------------------------------------------------------------------
+def machine() -> dict:
+    def first(cmd):
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
+            return (out.stdout or out.stderr).strip().splitlines()[0]
+        except Exception:  # noqa: BLE001
+            return None
+
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    mem_kb = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                  if line.startswith("MemTotal"))
+    commit = first(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "lakecompact"],
+                           capture_output=True, text=True, check=False).stdout.strip()
+    return {
+        "nproc": os.cpu_count(), "memory_gib": round(mem_kb / 1024 / 1024, 1), "cpu": cpu,
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "kernel": platform.release(), "java": first(["java", "-version"]), "python": platform.python_version(),
+        "lakecompact_commit": f"{commit}{' + uncommitted changes in lakecompact/' if dirty else ''}",
+    }
+
+
+# -- processes -----------------------------------------------------------------------------------------------
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry.name}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def _cpu_ticks(pid: int) -> int:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _memory_kb(pid: int) -> tuple[int, int]:
+    rss = hwm = 0
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1])
+            elif line.startswith("VmHWM:"):
+                hwm = int(line.split()[1])
+    except OSError:
+        pass
+    return rss, hwm
+
+
+def _cpu_jiffies() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine, from /proc/stat."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return sum(fields) - idle, sum(fields)
+
+
+def wait_for_quiet(max_wait: float, threshold: float = 0.35) -> float:
+    """Wait (up to max_wait s) until other processes use less than `threshold` of the machine's CPUs over 5 s;
+    returns the share seen last. The machine is shared (another engineer's test suite): this keeps the runs apart."""
+    deadline = time.monotonic() + max_wait
+    while True:
+        busy0, total0 = _cpu_jiffies()
+        time.sleep(5)
+        busy1, total1 = _cpu_jiffies()
+        share = (busy1 - busy0) / max(1, total1 - total0)
+        if share < threshold or time.monotonic() > deadline:
+            return round(share, 2)
+        log(f"machine busy ({share:.0%} of the CPUs used by other processes): waiting")
+
+
+def run_process(cmd: list[str], log_path: Path, env: dict | None = None, timeout: float = 4 * 3600,
+                stdout_path: Path | None = None) -> dict:
+    """Run cmd (its own process group); wall time, exit code, and the peak memory of its process tree
+    (python + the JVM it starts): the sampled peak of the summed RSS, and the sum of each process's VmHWM.
+    other_cpu_share: the part of the machine's CPU time during the run that other processes used (noise)."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    busy0, total0 = _cpu_jiffies()
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
+    full_env.update(env or {})
+    with open(log_path, "w") as err, open(stdout_path or log_path.with_suffix(".out"), "w") as out:
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=full_env, cwd=str(ROOT), start_new_session=True)
+        peak_rss, hwm, ticks, status, rusage = 0, {}, {}, None, None
+        while True:
+            pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+            if pid == proc.pid:
+                break
+            tree, todo, total = _children(), [proc.pid], 0
+            while todo:
+                p = todo.pop()
+                rss, h = _memory_kb(p)
+                total += rss
+                hwm[p] = max(hwm.get(p, 0), h)
+                ticks[p] = max(ticks.get(p, 0), _cpu_ticks(p))
+                todo.extend(tree.get(p, []))
+            peak_rss = max(peak_rss, total)
+            if time.perf_counter() - started > timeout:
+                os.killpg(proc.pid, 9)
+            time.sleep(0.5)
+        seconds = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    busy1, total1 = _cpu_jiffies()
+    tick = os.sysconf("SC_CLK_TCK")
+    ours = max(rusage.ru_utime + rusage.ru_stime, sum(ticks.values()) / tick)  # the JVM is not always reaped
+    machine_busy = (busy1 - busy0) / tick
+    other = max(0.0, machine_busy - ours) / max(1e-9, (total1 - total0) / tick)
+    return {"rc": proc.returncode, "seconds": round(seconds, 3), "cpu_seconds": round(ours, 1),
+            "other_cpu_share": round(other, 2), "peak_rss_mb": round(peak_rss / 1024),
+            "peak_hwm_sum_mb": round(sum(hwm.values()) / 1024), "python_maxrss_mb": round(rusage.ru_maxrss / 1024),
+            "log": str(log_path.relative_to(ROOT)) if log_path.is_relative_to(ROOT) else str(log_path),
+            "log_path": str(log_path)}
+
+
+# -- data ------------------------------------------------------------------------------------------------
+def _generator_hash() -> str:
+    """The generator's VERSION: cached data sets are made again when it changes."""
+    found = re.search(r"^VERSION = (\d+)", (HERE / "generate.py").read_text(), re.MULTILINE)
+    return f"v{found.group(1) if found else 0}"
+
+
+def dataset(name: str, kind: str, rows: int, args, **extra) -> dict:
+    """The kcat files of one snapshot or change, generated once and kept under .bench/data/NAME."""
+    out = BENCH / "data" / name
+    want = {"kind": kind, "rows": rows, "events_per_file": args.events_per_file, "generator": _generator_hash(),
+            **{k: v for k, v in extra.items()}}
+    meta_path = out / "meta.json"
+    if meta_path.exists():
+        meta = json.loads(meta_path.read_text())
+        if meta.get("want") == want:
+            return meta
+    cmd = [str(VENV_PYTHON), str(HERE / "generate.py"), kind, str(out), "--rows", str(rows),
+           "--events-per-file", str(args.events_per_file)]
+    for key, value in extra.items():
+        cmd += [f"--{key.replace('_', '-')}", str(value)]
+    log(f"generating {name}: {kind} of {rows:,} events")
+    result = run_process(cmd, BENCH / "logs" / f"generate-{name}.log", stdout_path=BENCH / "logs" / f"generate-{name}.out")
+    if result["rc"]:
+        raise SystemExit(f"generation failed: see {result['log']}")
+    meta = json.loads(meta_path.read_text())
+    meta["want"] = want
+    meta["glob"] = str(out / "*.jsonl")
+    meta_path.write_text(json.dumps(meta, indent=1))
+    log(f"  {name}: {meta['files']} files, {meta['bytes'] / 1e9:.2f} GB in {meta['seconds']}s")
+    return meta
+
+
+def change_after(name: str, previous: dict, rows: int, args, key_lo: int, key_hi: int, salt: int) -> dict:
+    return dataset(name, "change", rows, args, key_lo=key_lo, key_hi=key_hi, salt=salt,
+                   first_offset=previous["next_offset"], first_lsn=previous["next_lsn"],
+                   insert_start=previous["next_insert"])
+
+
+# -- engines ---------------------------------------------------------------------------------------------
+class Run:
+    """One scenario's runs, results and report."""
+
+    def __init__(self, scenario: str, args):
+        self.scenario, self.args = scenario, args
+        self.work = BENCH / "work" / scenario
+        self.runs: dict[str, dict] = {}
+        self.notes: list[str] = []
+        self.failures: list[str] = []
+        self.cli_driver_memory: str | None = None  # the CLI runs' spark.driver.memory, when not --driver-memory
+        self.params: dict = {}  # set by the scenario before its runs: what a reused run must match
+
+    def common_spec(self) -> dict:
+        return {"master": f"local[{self.args.cores}]", "driver_memory": self.args.driver_memory,
+                "shuffle_partitions": self.args.shuffle_partitions, "jars": str(JARS),
+                "threads": self.args.cores}
+
+    def reused(self, run_name: str) -> bool:
+        """--reuse: take this run from the scenario's last results file (same parameters) instead of running it."""
+        if run_name not in self.args.reuse_runs:
+            return False
+        previous = RESULTS / f"{self.scenario}.json"
+        doc = json.loads(previous.read_text()) if previous.exists() else {}
+        if run_name not in doc.get("runs", {}) or doc.get("params") != self.params:
+            log(f"{run_name}: nothing to reuse (no earlier run with the same parameters): running it")
+            return False
+        result = doc["runs"][run_name]
+        result["steps"] = [{"step": s["step"], "seconds": s["seconds"], "info": s.get("info", {})}
+                           for s in doc["steps"] if s["run"] == run_name]
+        result["reused_from"] = doc["machine"]["date"]
+        self.runs[run_name] = result
+        if result.get("error"):
+            self.failures.append(f"{run_name}: {result['error'].splitlines()[0][:300]} (reused)")
+        log(f"{run_name}: reused from the run of {doc['machine']['date']}")
+        self.notes.append(f"{run_name}: taken from the earlier run of {doc['machine']['date']} (--reuse).")
+        return True
+
+    def engine(self, run_name: str, engine: str, ops: list[dict], **spec_extra) -> dict:
+        """Run one engine process on `ops`; its result (steps, checks, error) with the process's numbers."""
+        if self.reused(run_name):
+            return self.runs[run_name]
+        work = self.work / run_name.replace("@", "-").replace("=", "")
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        spec = {**self.common_spec(), "engine": engine, "work": str(work), "ops": ops, **spec_extra}
+        if engine == "lakecompact":
+            script, python = "lakecompact_inproc.py", sys.executable
+            spec.setdefault("lake", self.lake_settings(work / "warehouse"))
+        elif engine == "raw-spark":
+            script, python = "raw_spark.py", sys.executable
+        elif engine in PEERS:
+            script, python = "spark35_peers.py", str(VENV_PYTHON)
+        elif engine in ("duckdb", "delta-rs"):
+            script, python = "native_refs.py", str(VENV_PYTHON)
+        else:
+            raise SystemExit(f"unknown engine {engine}")
+        spec_path, result_path = work / "spec.json", work / "result.json"
+        spec_path.write_text(json.dumps(spec, indent=1))
+        if self.args.quiet_wait:
+            wait_for_quiet(self.args.quiet_wait)
+        log(f"{run_name}: running ({engine})")
+        process = run_process([python, str(ENGINES_DIR / script), str(spec_path), str(result_path)],
+                              BENCH / "logs" / self.scenario / f"{run_name}.log", timeout=self.args.timeout)
+        result = json.loads(result_path.read_text()) if result_path.exists() else {
+            "engine": engine, "steps": [], "checks": {}, "error": "the process wrote no result", "info": {}}
+        if process["rc"] and not result.get("error"):
+            result["error"] = f"exit code {process['rc']} (see {process['log']})"
+        result["process"] = process
+        result["run"] = run_name
+        self.runs[run_name] = result
+        if result.get("error"):
+            self.failures.append(f"{run_name}: {result['error'].splitlines()[0][:300]} (log: {process['log']})")
+            loud(f"{run_name} FAILED: {result['error'][:500]}\n    log: {process['log']}")
+        else:
+            log(f"{run_name}: done in {process['seconds']:.1f}s (peak RSS {process['peak_rss_mb']} MB)")
+        if not self.args.keep_work:
+            for sub in work.iterdir():
+                if sub.is_dir():
+                    shutil.rmtree(sub, ignore_errors=True)
+        return result
+
+    def lake_settings(self, warehouse: Path) -> dict:
+        return {"warehouse": str(warehouse), "database": "lake", "buckets": self.args.buckets}
+
+    def lake_toml(self, path: Path, warehouse: Path, paths: list[str]) -> None:
+        memory = self.cli_driver_memory or self.args.driver_memory
+        from_common = {"spark.driver.memory": memory, "spark.driver.host": "127.0.0.1",
+                       "spark.driver.bindAddress": "127.0.0.1", "spark.ui.enabled": "false",
+                       "spark.sql.shuffle.partitions": str(self.args.shuffle_partitions)}
+        q = json.dumps
+        lines = [f"warehouse = {q(str(warehouse))}", 'database = "lake"', "", "[source]", 'kind = "files"',
+                 f"paths = [{', '.join(q(p) for p in paths)}]", "", "[defaults]", f"buckets = {self.args.buckets}",
+                 "", "[spark]", f"master = {q(f'local[{self.args.cores}]')}", "", "[spark.conf]"]
+        lines += [f"{q(k)} = {q(v)}" for k, v in from_common.items()]
+        path.write_text("\n".join(lines) + "\n")
+
+    def cli(self, run_name: str, commands: list[tuple[str, list[str], list[str]]],
+            checks: dict[str, tuple[int, list[str]]] | None = None, warehouse: Path | None = None) -> dict:
+        """lakecompact through its command line: each (step, argv, source paths) one process, timed whole.
+        checks: name -> (after which command index, paths): a `sql` of the checksum query there (not timed).
+        warehouse: an existing lake to work on (kept); default a new one under the run's work folder."""
+        if self.reused(run_name):
+            return self.runs[run_name]
+        work = self.work / run_name.replace("@", "-").replace("=", "")
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        own_warehouse = warehouse is None
+        warehouse, toml = warehouse or work / "warehouse", work / "lake.toml"
+        exe = Path(sys.executable).parent / "lakecompact"
+        base = [str(exe)] if exe.exists() else [sys.executable, "-m", "lakecompact"]
+        result = {"engine": "lakecompact-cli", "run": run_name, "steps": [], "checks": {}, "error": None,
+                  "info": {"command": " ".join(base)}, "process": {"seconds": 0.0, "peak_rss_mb": 0}}
+        self.runs[run_name] = result
+        logs = BENCH / "logs" / self.scenario
+
+        def command(step, argv, paths, record=True):
+            self.lake_toml(toml, warehouse, paths)
+            slug = re.sub(r"[^a-z0-9]+", "-", step.lower()).strip("-")
+            out_path = logs / f"{run_name}.{slug}.out"
+            if self.args.quiet_wait and record:
+                wait_for_quiet(self.args.quiet_wait)
+            process = run_process([*base, "--config", str(toml), *argv], logs / f"{run_name}.{slug}.log",
+                                  timeout=self.args.timeout, stdout_path=out_path)
+            stderr = Path(process["log_path"]).read_text(errors="replace")
+            inner = re.findall(r"lakecompact \w+: finished in ([0-9.]+)s", stderr)
+            info = {"inner_seconds": float(inner[-1]) if inner else None, "peak_rss_mb": process["peak_rss_mb"],
+                    "other_cpu_share": process["other_cpu_share"],
+                    "peak_hwm_sum_mb": process["peak_hwm_sum_mb"],
+                    "log": process["log"]}
+            if process["rc"]:
+                result["error"] = f"`lakecompact {' '.join(argv)}` exited {process['rc']} (see {process['log']})"
+                self.failures.append(f"{run_name}: {result['error']}")
+                loud(f"{run_name} FAILED: {result['error']}")
+            if record:
+                result["steps"].append({"step": step, "seconds": process["seconds"], "info": info})
+                result["process"]["seconds"] = round(result["process"]["seconds"] + process["seconds"], 3)
+                result["process"]["peak_rss_mb"] = max(result["process"]["peak_rss_mb"], process["peak_rss_mb"])
+                weighted = result["process"].get("other_weighted", 0.0) + process["other_cpu_share"] * process["seconds"]
+                result["process"]["other_weighted"] = weighted
+                result["process"]["other_cpu_share"] = round(weighted / max(1e-9, result["process"]["seconds"]), 2)
+            log(f"{run_name}: {step}: {process['seconds']:.1f}s whole process"
+                f" ({info['inner_seconds']}s inside, peak RSS {process['peak_rss_mb']} MB)")
+            return out_path.read_text() if out_path.exists() else ""
+
+        for index, (step, argv, paths) in enumerate(commands):
+            if result["error"]:
+                break
+            command(step, argv, paths)
+            for name, (after, check_paths) in (checks or {}).items():
+                if after == index and not result["error"]:
+                    out = command(f"check {name}", ["sql", f"SELECT {CHECK_SQL} FROM {VIEW}"], check_paths, record=False)
+                    row = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+                    result["checks"][name] = {k: row.get(k) for k in ("rows", "score_sum", "checksum")}
+        if not self.args.keep_work and own_warehouse:
+            shutil.rmtree(warehouse, ignore_errors=True)
+        return result
+
+    # -- reporting ---------------------------------------------------------------------------------------
+    def seconds(self, run_name: str, *steps: str) -> float | None:
+        result = self.runs.get(run_name)
+        if not result:
+            return None
+        found = {s["step"]: s["seconds"] for s in result["steps"]}
+        if any(s not in found for s in steps):
+            return None
+        return round(sum(found[s] for s in steps), 3)
+
+    def correctness(self, reference: str | None, expected: dict | None = None) -> dict:
+        """Every check of every run against the reference run's check of the same name (the part before ' ['),
+        or against `expected` values."""
+        rows, ok = [], True
+        ref_checks = self.runs.get(reference, {}).get("checks", {}) if reference else {}
+        for run_name, result in self.runs.items():
+            for name, values in result.get("checks", {}).items():
+                key = name.split(" [")[0]
+                want = (expected or {}).get(key) or ref_checks.get(key)
+                if want is None:
+                    status = "no reference"
+                elif all(values.get(k) == want.get(k) for k in ("rows", "score_sum", "checksum")):
+                    status = "ok"
+                else:
+                    status = "MISMATCH"
+                    ok = False
+                    loud(f"MISMATCH: {run_name} check '{name}': {values} != reference {want}")
+                rows.append({"run": run_name, "check": name, **values, "status": status})
+        for run_name, result in self.runs.items():
+            if result.get("error"):
+                ok = False
+        return {"reference": reference, "checks": rows, "all_agree": ok and bool(rows)}
+
+    def write(self, title: str, summary: list[dict], params: dict, correctness: dict, reference_label: str,
+              extra_md: str = "") -> None:
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        steps = [{"run": r, "engine": res["engine"], "step": s["step"], "seconds": s["seconds"],
+                  "info": s.get("info", {})} for r, res in self.runs.items() for s in res["steps"]]
+        doc = {"scenario": self.scenario, "title": title, "params": params, "machine": self.args.machine,
+               "reference": reference_label, "summary": summary, "correctness": correctness,
+               "failures": self.failures, "notes": self.notes, "steps": steps,
+               "runs": {r: {k: v for k, v in res.items() if k != "steps"} for r, res in self.runs.items()}}
+        json_path = RESULTS / f"{self.scenario}.json"
+        json_path.write_text(json.dumps(doc, indent=1, default=str))
+        md = render_markdown(doc, reference_label, extra_md)
+        (RESULTS / f"{self.scenario}.md").write_text(md)
+        chart = run_process([str(VENV_PYTHON), str(HERE / "chart.py"), str(json_path), str(RESULTS / f"{self.scenario}.png")],
+                            BENCH / "logs" / self.scenario / "chart.log")
+        if chart["rc"]:
+            log(f"chart failed: see {chart['log']}")
+        print(md)
+        log(f"results: {json_path.relative_to(ROOT)}, .md, .png")
+
+
+def ratio_of(seconds, reference):
+    """seconds / reference to 3 significant digits, or None."""
+    return float(f"{seconds / reference:.3g}") if seconds is not None and reference else None
+
+
+def fmt(value, digits=2) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def render_markdown(doc: dict, reference_label: str, extra_md: str) -> str:
+    m, p = doc["machine"], doc["params"]
+    out = [f"# {doc['title']}", ""]
+    out.append(f"Machine: {m['nproc']} cores (`nproc`), {m['memory_gib']} GiB memory, {m['cpu']}; {m['date']}; "
+               f"{m['java']}; lakecompact {m['lakecompact_commit']}.  ")
+    out.append("Parameters: " + ", ".join(f"{k} = {fmt(v) if isinstance(v, int) else v}" for k, v in p.items()) + ".")
+    out.append("")
+    out.append(f"Seconds are each engine's own step time (JVM start excluded) unless the step says whole process; "
+               f"ratio = seconds / {reference_label} (above 1: slower than it).")
+    out.append("")
+    out.append("| step | engine | seconds | ratio | note |")
+    out.append("| --- | --- | ---: | ---: | --- |")
+    for row in doc["summary"]:
+        ratio = row.get("ratio")
+        out.append(f"| {row['step']} | {row['engine']} | {fmt(row.get('seconds'))} | "
+                   f"{fmt(ratio) + '×' if ratio is not None else '—'} | {row.get('note', '')} |")
+    out.append("")
+    if extra_md:
+        out += [extra_md, ""]
+    corr = doc["correctness"]
+    verdict = "all engines agree" if corr["all_agree"] else "**MISMATCH OR FAILURE: see below**"
+    out.append(f"## Correctness: {verdict}")
+    out.append("")
+    out.append(f"Live rows, sum(score) and sum of md5(id|name|score|bio)[0:8] as an integer, per engine, "
+               f"compared with `{corr['reference']}`.")
+    out.append("")
+    out.append("| run | check | rows | sum(score) | checksum | status |")
+    out.append("| --- | --- | ---: | ---: | ---: | --- |")
+    for row in corr["checks"]:
+        out.append(f"| {row['run']} | {row['check']} | {fmt(row.get('rows'))} | {fmt(row.get('score_sum'))} | "
+                   f"{row.get('checksum')} | {row['status'] if row['status'] == 'ok' else '**' + row['status'] + '**'} |")
+    out.append("")
+    if doc["failures"]:
+        out.append("## Failures")
+        out.append("")
+        out += [f"- **{f}**" for f in doc["failures"]]
+        out.append("")
+    out.append("## Processes")
+    out.append("")
+    out.append("\"CPU used by others\": the share of the machine's CPU time, during that run, used by processes outside "
+               "the benchmark (the machine is shared); high values mean slower, noisier numbers for that run.")
+    out.append("")
+    out.append("| run | engine | whole process s | peak RSS MB (python + JVM) | CPU used by others | versions |")
+    out.append("| --- | --- | ---: | ---: | ---: | --- |")
+    for name, run in doc["runs"].items():
+        info = run.get("info", {})
+        versions = ", ".join(f"{k} {v}" for k, v in info.items() if k in ("spark_version", "duckdb", "deltalake"))
+        if info.get("jars"):
+            versions += "; " + ", ".join(info["jars"])
+        proc = run.get("process", {})
+        other = proc.get("other_cpu_share")
+        out.append(f"| {name} | {run['engine']} | {fmt(proc.get('seconds'), 1)} | {fmt(proc.get('peak_rss_mb'))} | "
+                   f"{'—' if other is None else f'{other:.0%}'} | {versions} |")
+    out.append("")
+    out.append("## All steps")
+    out.append("")
+    out.append("| run | step | seconds |")
+    out.append("| --- | --- | ---: |")
+    for step in doc["steps"]:
+        out.append(f"| {step['run']} | {step['step']} | {fmt(step['seconds'])} |")
+    if doc["notes"]:
+        out += ["", "## Notes", ""] + [f"- {n}" for n in doc["notes"]]
+    return "\n".join(out) + "\n"
+
+
+def summary_rows(run: Run, spec: list[tuple[str, str, str, list[str], str]], reference: dict[str, float | None]) -> list[dict]:
+    """spec: (summary step, engine label, run name, its steps summed, note); ratio to reference[summary step]."""
+    rows = []
+    for step, label, run_name, steps, note in spec:
+        if run_name not in run.runs:
+            continue
+        seconds = run.seconds(run_name, *steps)
+        if seconds is None and run.runs[run_name].get("error"):
+            note = (note + "; " if note else "") + "failed"
+        ref = reference.get(step)
+        ratio = ratio_of(seconds, ref)
+        rows.append({"step": step, "engine": label, "seconds": seconds, "ratio": ratio, "note": note,
+                     "run": run_name, "steps": steps})
+    return rows
+
+
+# -- scenarios -------------------------------------------------------------------------------------------
+def _engines(args, default) -> list[str]:
+    chosen = [e.strip() for e in args.engines.split(",")] if args.engines else list(default)
+    unknown = [e for e in chosen if e not in ALL_ENGINES]
+    if unknown:
+        raise SystemExit(f"unknown engine(s) {unknown}; known: {', '.join(ALL_ENGINES)}")
+    return chosen
+
+
+def land_snapshot(snap: dict, args, step: str = "land snapshot") -> tuple[list[dict], list[str]]:
+    """lakecompact's land ops for a snapshot: one `land` per --land-batch-files files, as if the files arrived
+    that way (a single land of a whole 1M-event snapshot runs out of heap at 8g: see README)."""
+    files = sorted(str(f) for f in Path(snap["glob"]).parent.glob("*.jsonl"))
+    size = args.land_batch_files or len(files)
+    batches = [files[i:i + size] for i in range(0, len(files), size)]
+    if len(batches) <= 1:
+        return [{"op": "land", "paths": [snap["glob"]], "step": step}], [step]
+    ops, names, seen = [], [], []
+    for i, batch in enumerate(batches):
+        seen += batch
+        name = f"{step} [{i + 1}/{len(batches)}]"
+        ops.append({"op": "land", "paths": list(seen), "step": name})
+        names.append(name)
+    return ops, names
+
+
+def _peer_ops(snapshot: dict, changes: list[dict], repeat: int = 1) -> list[dict]:
+    ops = [{"op": "load", "paths": [snapshot["glob"]], "step": "load snapshot"}, {"op": "check", "name": "after load"}]
+    for change in changes:
+        ops.append({"op": "merge", "paths": [change["glob"]], "step": "apply change"})
+    ops += [{"op": "read", "step": "read after change", "repeat": repeat}, {"op": "check", "name": "after change"}]
+    return ops
+
+
+def scenario_merge(args) -> None:
+    n, c = args.rows or 1_000_000, args.change_rows or 100_000
+    run = Run("merge", args)
+    engines = _engines(args, DEFAULT_MERGE_ENGINES)
+    snap = dataset(f"snapshot-{n}", "snapshot", n, args)
+    change = change_after(f"change-{n}-{c}", snap, c, args, 0, n, 1)
+    params = {"rows": n, "change_rows": c, "buckets": args.buckets, "cores": args.cores,
+              "land_batch_files": args.land_batch_files,
+              "driver_memory": args.driver_memory, "shuffle_partitions": args.shuffle_partitions,
+              "events_per_file": args.events_per_file}
+    run.params = params
+    s_glob, c_glob = snap["glob"], change["glob"]
+    snap_ops, snap_steps = land_snapshot(snap, args)
+    if "lakecompact" in engines:
+        run.engine("lakecompact", "lakecompact", [
+            *snap_ops,
+            {"op": "compact", "step": "compact v1"},
+            {"op": "check", "name": "after load"},
+            {"op": "land", "paths": [s_glob, c_glob], "step": "land change"},
+            {"op": "read", "step": "read view (pending increments)", "repeat": args.repeat},
+            {"op": "check", "name": "after change [view with pending increments]"},
+            {"op": "compact", "step": "compact v2"},
+            {"op": "read", "step": "read view (compacted base)", "repeat": args.repeat},
+            {"op": "check", "name": "after change"},
+        ])
+    if "lakecompact-cli" in engines:
+        run.cli("lakecompact-cli", [
+            *[(op["step"], ["land"], op["paths"]) for op in snap_ops],
+            ("compact v1", ["compact"], [s_glob]),
+            ("land change", ["land"], [s_glob, c_glob]),
+            ("sql view (pending increments)", ["sql", READ_SQL], [s_glob, c_glob]),
+            ("compact v2", ["compact"], [s_glob, c_glob]),
+            ("sql view (compacted base)", ["sql", READ_SQL], [s_glob, c_glob]),
+            ("status", ["status"], [s_glob, c_glob]),
+        ], checks={"after load": (len(snap_ops), [s_glob]), "after change": (len(snap_ops) + 3, [s_glob, c_glob])})
+    if "raw-spark" in engines:
+        run.engine("raw-spark", "raw-spark", [
+            {"op": "json-to-parquet", "paths": [s_glob], "step": "snapshot: read.json + write parquet"},
+            {"op": "json-to-parquet", "paths": [c_glob], "step": "change: read.json + write parquet"},
+        ])
+    for peer in [e for e in engines if e in PEERS]:
+        run.engine(peer, peer, _peer_ops(snap, [change], args.repeat))
+    for ref in [e for e in engines if e in ("duckdb", "delta-rs")]:
+        run.engine(ref, ref, _peer_ops(snap, [change], args.repeat))
+
+    # the summary: comparable steps
+    reads = lambda prefix: [f"{prefix} #{i + 1}" for i in range(args.repeat)] if args.repeat > 1 else [prefix]
+    lc_load = [*snap_steps, "compact v1"]
+    lc_change = ["land change", "compact v2"]
+    spec = [
+        ("load snapshot", "lakecompact (land + compact v1)", "lakecompact", lc_load, ""),
+        ("load snapshot", f"lakecompact CLI ({len(lc_load)} whole processes)", "lakecompact-cli", lc_load,
+         "incl. JVM starts"),
+    ]
+    for peer in PEERS:
+        spec.append(("load snapshot", peer, peer, ["load snapshot"], ""))
+    spec += [
+        ("load snapshot", "duckdb (parse + write parquet)", "duckdb", ["load snapshot"], "no Spark"),
+        ("load snapshot", "delta-rs (duckdb parse + write)", "delta-rs",
+         ["load snapshot: parse (duckdb)", "load snapshot: write (delta-rs)"], "no Spark"),
+        ("load snapshot", "raw Spark 4 read.json + parquet write", "raw-spark", ["snapshot: read.json + write parquet"],
+         "floor: no decoding, no table"),
+        ("apply change", "lakecompact (land + compact v2)", "lakecompact", lc_change, ""),
+        ("apply change", "lakecompact CLI (2 whole processes)", "lakecompact-cli", lc_change, "incl. JVM starts"),
+    ]
+    for peer in PEERS:
+        spec.append(("apply change", f"{peer} (MERGE)" if "hudi" not in peer else f"{peer} (upsert)", peer,
+                     ["apply change"], "parse + dedup + merge"))
+    spec += [
+        ("apply change", "duckdb (full rewrite)", "duckdb", ["apply change: parse change", "apply change: rewrite base"],
+         "parse + latest-per-key rewrite"),
+        ("apply change", "delta-rs (MERGE)", "delta-rs", ["apply change: parse (duckdb)", "apply change: merge (delta-rs)"],
+         "duckdb parse + merge"),
+        ("apply change", "raw Spark 4 read.json + parquet write", "raw-spark", ["change: read.json + write parquet"],
+         "floor: no merge"),
+        ("change readable", "lakecompact (land only: the view serves it)", "lakecompact", ["land change"],
+         "view = base ∪ pending increments"),
+        ("change readable", "lakecompact CLI (land only, whole process)", "lakecompact-cli", ["land change"],
+         "incl. JVM start"),
+    ]
+    for peer in PEERS:
+        spec.append(("change readable", peer, peer, ["apply change"], "its whole apply-change step"))
+    spec += [
+        ("change readable", "duckdb", "duckdb", ["apply change: parse change", "apply change: rewrite base"], ""),
+        ("change readable", "delta-rs", "delta-rs", ["apply change: parse (duckdb)", "apply change: merge (delta-rs)"],
+         ""),
+        ("read after change", "lakecompact view (compacted base)", "lakecompact", reads("read view (compacted base)"), ""),
+        ("read after change", "lakecompact view (pending increments)", "lakecompact",
+         reads("read view (pending increments)"), "before compact v2"),
+    ]
+    for peer in PEERS + ("duckdb", "delta-rs"):
+        spec.append(("read after change", peer, peer, reads("read after change"), ""))
+    reference = {
+        "load snapshot": run.seconds("lakecompact", *lc_load),
+        "apply change": run.seconds("lakecompact", *lc_change),
+        "change readable": run.seconds("lakecompact", "land change"),
+        "read after change": run.seconds("lakecompact", *reads("read view (compacted base)")),
+    }
+    summary = summary_rows(run, spec, reference)
+    if args.repeat > 1:
+        for row in summary:
+            if row["step"] == "read after change":
+                found = {s["step"]: s["seconds"] for s in run.runs[row["run"]]["steps"]}
+                values = sorted(found[s] for s in row["steps"] if s in found)
+                row["seconds"] = values[len(values) // 2] if len(values) == len(row["steps"]) else None
+                first = found.get(row["steps"][0])
+                row["note"] = ((row["note"] + "; " if row["note"] else "") +
+                               f"median of {args.repeat}; first {fmt(first)} s")
+        ref = next((r["seconds"] for r in summary if r["engine"] == "lakecompact view (compacted base)"), None)
+        for row in summary:
+            if row["step"] == "read after change":
+                row["ratio"] = ratio_of(row["seconds"], ref)
+    run.notes += [
+        (f"Events: kcat -J lines with the Kafka Connect schema embedded in key and payload "
+         f"({snap['bytes'] / max(1, snap['kafka_messages']):.0f} bytes/event); snapshot {snap['files']} files, "
+         f"change {change['files']} files ({change['deletes']:,} deletes each followed by its tombstone)."),
+        ("\"change readable\": the time until a reader sees the change. For lakecompact that is `land` alone (its "
+         "view already serves base ∪ pending increments), for the others their whole apply-change step; ratios there "
+         "are to lakecompact's land."),
+        ("Peers run on Spark 3.5.9 local[2] (delta-spark 3.3.2, iceberg-spark-runtime-3.5 1.10.1, hudi-spark3.5-bundle "
+         "1.1.1), lakecompact on the main env's Spark 4 local[2]: same driver memory and spark.sql.shuffle.partitions, "
+         "but not the same Spark version, so part of any difference is Spark's own."),
+    ]
+    correctness = run.correctness("duckdb" if "duckdb" in run.runs else next(iter(run.runs), None))
+    run.write(f"merge: {n:,} rows + a change of {c:,} events", summary, params, correctness,
+              "lakecompact (in-process) for the same step")
+
+
+def scenario_change_size(args) -> None:
+    n = args.rows or 1_000_000
+    c = args.change_rows or max(10, n // 100)
+    run = Run("change-size", args)
+    snap = dataset(f"snapshot-{n}", "snapshot", n, args)
+    spread = change_after(f"change-{n}-{c}-spread", snap, c, args, 0, n, 11)
+    cluster_hi = max(c, n // 20)
+    clustered = change_after(f"change-{n}-{c}-clustered", spread, c, args, 0, cluster_hi, 12)
+    params = {"rows": n, "change_rows": c, "clustered_key_range": f"[0, {cluster_hi})", "buckets": args.buckets,
+              "cores": args.cores, "driver_memory": args.driver_memory}
+    run.params = params
+    s, a, b = snap["glob"], spread["glob"], clustered["glob"]
+    snap_ops, snap_steps = land_snapshot(snap, args)
+    run.engine("lakecompact", "lakecompact", [
+        *snap_ops,
+        {"op": "compact", "step": "compact: full (v1 from the snapshot)"},
+        {"op": "land", "paths": [s, a], "step": "land 1% spread"},
+        {"op": "compact", "step": "compact: 1% change spread over all keys"},
+        {"op": "check", "name": "after spread"},
+        {"op": "land", "paths": [s, a, b], "step": "land 1% clustered"},
+        {"op": "compact", "step": "compact: 1% change clustered in 5% of the keys"},
+        {"op": "check", "name": "after clustered"},
+    ])
+    run.engine("duckdb", "duckdb", [
+        {"op": "load", "paths": [s], "step": "load snapshot"},
+        {"op": "merge", "paths": [a], "step": "apply spread"}, {"op": "check", "name": "after spread"},
+        {"op": "merge", "paths": [b], "step": "apply clustered"}, {"op": "check", "name": "after clustered"},
+    ])
+    full = run.seconds("lakecompact", "compact: full (v1 from the snapshot)")
+    buckets = {}
+    for step in run.runs["lakecompact"]["steps"]:
+        report = step.get("info", {}).get("report")
+        if isinstance(report, list) and report and isinstance(report[0], dict):
+            buckets[step["step"]] = f"{report[0].get('buckets_rewritten')} of {report[0].get('bucket_count')} buckets rewritten"
+    spec = [
+        ("compaction", "full (v1 from the snapshot)", "lakecompact", ["compact: full (v1 from the snapshot)"]),
+        ("compaction", "1% spread over all keys", "lakecompact", ["compact: 1% change spread over all keys"]),
+        ("compaction", "1% clustered in 5% of the keys", "lakecompact", ["compact: 1% change clustered in 5% of the keys"]),
+        ("landing", f"snapshot ({len(snap_steps)} land runs)", "lakecompact", snap_steps),
+        ("landing", "1% spread", "lakecompact", ["land 1% spread"]),
+        ("landing", "1% clustered", "lakecompact", ["land 1% clustered"]),
+    ]
+    summary = []
+    for group, label, run_name, steps in spec:
+        seconds = run.seconds(run_name, *steps)
+        summary.append({"step": group, "engine": f"lakecompact: {label}", "seconds": seconds,
+                        "ratio": ratio_of(seconds, full) if group == "compaction" else None,
+                        "note": buckets.get(steps[0], ""), "run": run_name, "steps": steps})
+    run.notes.append("Buckets are pmod(xxhash64(id), buckets): keys clustered in a range of ids still hash to every "
+                     "bucket, so clustering in key space does not reduce the buckets a compaction rewrites.")
+    run.write(f"change-size: compaction of {c:,} changed events vs the full compaction of {n:,} rows", summary, params,
+              run.correctness("duckdb"), "the full compaction (v1)")
+
+
+def scenario_base_scaling(args) -> None:
+    n = args.rows or 250_000
+    c = args.change_rows or max(10, n // 10)
+    run = Run("base-scaling", args)
+    engines = _engines(args, ("lakecompact", "duckdb"))
+    sizes = [n, 4 * n]
+    snap_steps: dict[int, list[str]] = {}
+    params = {"rows": n, "rows_4x": 4 * n, "change_rows": c, "buckets": args.buckets, "cores": args.cores,
+              "driver_memory": args.driver_memory}
+    run.params = params
+    for size in sizes:
+        snap = dataset(f"snapshot-{size}", "snapshot", size, args)
+        change = change_after(f"change-{size}-{c}", snap, c, args, 0, size, 1)
+        snap_ops, snap_steps[size] = land_snapshot(snap, args)
+        if "lakecompact" in engines:
+            run.engine(f"lakecompact@N={size}", "lakecompact", [
+                *snap_ops,
+                {"op": "compact", "step": "compact v1"},
+                {"op": "land", "paths": [snap["glob"], change["glob"]], "step": "land change"},
+                {"op": "compact", "step": "compact v2"},
+                {"op": "read", "step": "read view (compacted base)"},
+                {"op": "check", "name": f"after change N={size}"},
+            ])
+        for other in [e for e in engines if e in PEERS + ("duckdb", "delta-rs")]:
+            ops = _peer_ops(snap, [change])
+            for op in ops:
+                if op["op"] == "check":
+                    op["name"] += f" N={size}"
+            run.engine(f"{other}@N={size}", other, ops)
+    summary = []
+    steps = {"lakecompact": [("land change", ["land change"]), ("compact v2", ["compact v2"]),
+                             ("land + compact v2", ["land change", "compact v2"]),
+                             ("initial load (land + compact v1)", None),
+                             ("read view", ["read view (compacted base)"])]}
+    for engine in engines:
+        if engine == "lakecompact":
+            pairs = steps["lakecompact"]
+        elif engine == "duckdb":
+            pairs = [("apply change", ["apply change: parse change", "apply change: rewrite base"]),
+                     ("load snapshot", ["load snapshot"])]
+        elif engine == "delta-rs":
+            pairs = [("apply change", ["apply change: parse (duckdb)", "apply change: merge (delta-rs)"]),
+                     ("load snapshot", ["load snapshot: parse (duckdb)", "load snapshot: write (delta-rs)"])]
+        else:
+            pairs = [("apply change", ["apply change"]), ("load snapshot", ["load snapshot"])]
+        for label, fixed in pairs:
+            names_of = {size: fixed or [*snap_steps[size], "compact v1"] for size in sizes}
+            small = run.seconds(f"{engine}@N={sizes[0]}", *names_of[sizes[0]])
+            for size in sizes:
+                names = names_of[size]
+                seconds = run.seconds(f"{engine}@N={size}", *names)
+                summary.append({"step": f"{engine}: {label}", "engine": f"{engine} N={size:,}", "seconds": seconds,
+                                "ratio": ratio_of(seconds, small),
+                                "note": "4× the base" if size != sizes[0] else "", "run": f"{engine}@N={size}",
+                                "steps": names})
+    ref = f"duckdb@N={sizes[0]}"
+    correctness = run.correctness(None)
+    # each base size has its own reference run
+    for row in correctness["checks"]:
+        size = row["check"].rsplit("N=", 1)[-1]
+        want = run.runs.get(f"duckdb@N={size}", {}).get("checks", {}).get(row["check"])
+        row["status"] = "no reference" if want is None else (
+            "ok" if all(row.get(k) == want.get(k) for k in ("rows", "score_sum", "checksum")) else "MISMATCH")
+        if row["status"] == "MISMATCH":
+            loud(f"MISMATCH: {row}")
+    correctness["reference"] = "duckdb@N=<same base>" if ref in run.runs else None
+    correctness["all_agree"] = all(r["status"] == "ok" for r in correctness["checks"]) and not run.failures
+    run.write(f"base-scaling: a change of {c:,} events on a base of {n:,} vs {4 * n:,} rows", summary, params,
+              correctness, "the same step at base N")
+
+
+def scenario_landing(args) -> None:
+    n = args.rows or 500_000
+    run = Run("landing", args)
+    snap = dataset(f"snapshot-{n}", "snapshot", n, args)
+    params = {"events": n, "bytes": snap["bytes"], "files": snap["files"], "cores": args.cores,
+              "driver_memory": args.driver_memory}
+    run.params = params
+    snap_ops, snap_steps = land_snapshot(snap, args, "land")
+    run.engine("lakecompact", "lakecompact", [*snap_ops, {"op": "check", "name": "landed [view over increments]"}])
+    run.cli("lakecompact-cli", [(op["step"], ["land"], op["paths"]) for op in snap_ops])
+    run.engine("raw-spark", "raw-spark", [
+        {"op": "json-to-parquet", "paths": [snap["glob"]], "step": "read.json + write parquet"}])
+    run.engine("duckdb", "duckdb", [{"op": "load", "paths": [snap["glob"]], "step": "parse + write parquet"},
+                                    {"op": "check", "name": "landed"}])
+    raw = run.seconds("raw-spark", "read.json + write parquet")
+    mb = snap["bytes"] / 1e6
+    summary = []
+    for label, run_name, steps, note in [
+        ("raw Spark 4: spark.read.json + parquet write", "raw-spark", ["read.json + write parquet"], "reference"),
+        (f"lakecompact land (in-process, {len(snap_steps)} runs)", "lakecompact", snap_steps,
+         "decodes envelopes, writes increments"),
+        (f"lakecompact land (CLI, {len(snap_steps)} whole processes)", "lakecompact-cli", snap_steps, "incl. JVM starts"),
+        ("duckdb read_json + json_transform + parquet", "duckdb", ["parse + write parquet"], "no Spark"),
+    ]:
+        seconds = run.seconds(run_name, *steps)
+        rate = f"{n / seconds:,.0f} events/s, {mb / seconds:.0f} MB/s" if seconds else ""
+        summary.append({"step": "land the snapshot events", "engine": label, "seconds": seconds,
+                        "ratio": ratio_of(seconds, raw),
+                        "note": f"{note}; {rate}", "run": run_name, "steps": steps})
+    run.write(f"landing: {n:,} snapshot events ({mb:,.0f} MB of kcat JSON)", summary, params,
+              run.correctness("duckdb"), "raw Spark read.json + parquet write")
+
+
+def scenario_view_read(args) -> None:
+    n = args.rows or 1_000_000
+    c = args.change_rows or 100_000
+    batches = args.batches
+    run = Run("view-read", args)
+    snap = dataset(f"snapshot-{n}", "snapshot", n, args)
+    changes, previous = [], snap
+    for i in range(batches):
+        previous = change_after(f"change-{n}-{c}-hour-{i + 1}of{batches}", previous, max(1, c // batches), args, 0, n,
+                                100 + i)
+        changes.append(previous)
+    params = {"rows": n, "change_rows": c, "batches": batches, "repeat": args.repeat, "buckets": args.buckets,
+              "cores": args.cores, "driver_memory": args.driver_memory}
+    run.params = params
+    globs = [snap["glob"]]
+    ops = [*land_snapshot(snap, args)[0], {"op": "compact", "step": "compact v1"},
+           {"op": "read", "step": "warm-up read (not compared)", "repeat": 2},
+           {"op": "read", "step": "read view (base only, nothing pending)", "repeat": args.repeat}]
+    for i, change in enumerate(changes):
+        globs.append(change["glob"])
+        ops.append({"op": "land", "paths": list(globs), "step": f"land batch {i + 1}"})
+    ops += [
+        {"op": "read", "step": "read view (pending increments)", "repeat": args.repeat},
+        {"op": "read", "step": "read base table only (stale)", "relation": f"{VIEW}_base",
+         "where": "WHERE NOT __deleted AND __op <> 't'", "repeat": args.repeat},
+        {"op": "check", "name": "after change [view with pending increments]"},
+        {"op": "compact", "step": "compact v2"},
+        {"op": "read", "step": "read view (compacted base)", "repeat": args.repeat},
+        {"op": "check", "name": "after change"},
+    ]
+    run.engine("lakecompact", "lakecompact", ops)
+    run.engine("duckdb", "duckdb", [{"op": "load", "paths": [snap["glob"]], "step": "load snapshot"}] + [
+        {"op": "merge", "paths": [ch["glob"]], "step": f"apply batch {i + 1}"} for i, ch in enumerate(changes)
+    ] + [{"op": "check", "name": "after change"}])
+
+    def best(prefix):
+        values = [s["seconds"] for s in run.runs["lakecompact"]["steps"] if s["step"].startswith(prefix)]
+        return (round(min(values), 3), round(sorted(values)[len(values) // 2], 3)) if values else (None, None)
+
+    _, base_med = best("read view (compacted base)")
+    summary = []
+    for label, prefix, note in [
+        ("view, base only (after compaction)", "read view (compacted base)", "reference"),
+        (f"view with {batches} pending batches ({c:,} events)", "read view (pending increments)", ""),
+        ("view, base only (before the change)", "read view (base only, nothing pending)", ""),
+        ("the _base table alone (stale: misses the change)", "read base table only (stale)", ""),
+    ]:
+        low, median = best(prefix)
+        summary.append({"step": "SELECT count(*), sum(score)", "engine": label, "seconds": median,
+                        "ratio": ratio_of(median, base_med),
+                        "note": f"median of {args.repeat}, best {fmt(low)} s; {note}".rstrip("; "), "run": "lakecompact",
+                        "steps": [prefix]})
+    land_steps = [f"land batch {i + 1}" for i in range(batches)]
+    summary.append({"step": "landing the hour", "engine": f"lakecompact: {batches} land runs", "seconds":
+                    run.seconds("lakecompact", *land_steps), "ratio": None, "note": "sum", "run": "lakecompact",
+                    "steps": land_steps})
+    summary.append({"step": "compacting the hour", "engine": "lakecompact: compact v2", "seconds":
+                    run.seconds("lakecompact", "compact v2"), "ratio": None, "note": "", "run": "lakecompact",
+                    "steps": ["compact v2"]})
+    run.write(f"view-read: an hour of pending increments ({batches} batches, {c:,} events) over {n:,} rows",
+              summary, params, run.correctness("duckdb"), "the view over the compacted base")
+
+
+def scenario_small_command(args) -> None:
+    n = args.rows or 250_000
+    tiny = args.change_rows or 10
+    run = Run("small-command", args)
+    run.cli_driver_memory = args.cli_driver_memory
+    target = 15.0
+    params = {"rows": n, "rows_4x": 4 * n, "tiny_change_events": tiny, "buckets": args.buckets, "cores": args.cores,
+              "cli_driver_memory": args.cli_driver_memory, "build_driver_memory": args.driver_memory}
+    run.params = params
+    summary = []
+    for size in (n, 4 * n):
+        snap = dataset(f"snapshot-{size}", "snapshot", size, args)
+        change = change_after(f"change-{size}-{tiny}", snap, tiny, args, 0, size, 7)
+        warehouse = run.work / f"lake-{size}" / "warehouse"
+        shutil.rmtree(warehouse.parent, ignore_errors=True)
+        lake = run.lake_settings(warehouse)
+        run.engine(f"build base N={size}", "lakecompact", [
+            *land_snapshot(snap, args)[0], {"op": "compact", "step": "compact v1"},
+        ], lake=lake)
+        cli_name = f"lakecompact-cli@N={size}"
+        paths = [snap["glob"], change["glob"]]
+        run.cli(cli_name, [
+            ("land", ["land"], paths), ("compact", ["compact"], paths),
+            ("sql", ["sql", READ_SQL], paths), ("status", ["status"], paths),
+        ], checks={"after change": (1, paths)}, warehouse=warehouse)
+        for step in run.runs[cli_name]["steps"]:
+            info = step["info"]
+            ok = step["seconds"] < target
+            summary.append({"step": f"lakecompact {step['step']} (whole process)", "engine": f"N={size:,}",
+                            "seconds": step["seconds"],
+                            "ratio": round(step["seconds"] / target, 2),
+                            "note": f"{'OK' if ok else 'OVER'} (target < {target:.0f} s); inside {info['inner_seconds']} s; "
+                                    f"peak RSS {info['peak_rss_mb']} MB (python + JVM)", "run": cli_name, "steps": [step["step"]]})
+        if not args.keep_work:
+            shutil.rmtree(warehouse.parent, ignore_errors=True)
+        run.engine(f"duckdb@N={size}", "duckdb", [
+            {"op": "load", "paths": [snap["glob"]], "step": "load snapshot"},
+            {"op": "merge", "paths": [change["glob"]], "step": "apply change"},
+            {"op": "check", "name": f"after change N={size}"}])
+    correctness = run.correctness(None)
+    for row in correctness["checks"]:
+        if row["run"].startswith("lakecompact-cli@N="):
+            size = row["run"].split("=")[1]
+            want = run.runs.get(f"duckdb@N={size}", {}).get("checks", {}).get(f"after change N={size}")
+            row["status"] = "no reference" if want is None else (
+                "ok" if all(row.get(k) == want.get(k) for k in ("rows", "score_sum", "checksum")) else "MISMATCH")
+    correctness["checks"] = [r for r in correctness["checks"] if r["run"].startswith("lakecompact")]
+    correctness["reference"] = "duckdb@N=<same base>"
+    correctness["all_agree"] = all(r["status"] == "ok" for r in correctness["checks"]) and not run.failures
+    run.notes.append(f"Each command is one `lakecompact --config lake.toml ...` process on a lake whose base of N rows "
+                     f"was built beforehand (not timed here); {tiny} new events are landed. Peak RSS is the sampled "
+                     f"sum over the process tree (the Python driver and its JVM, which holds Spark's driver and executors "
+                     f"in local mode), with spark.driver.memory = {args.cli_driver_memory} (the JVM grows its heap lazily up to that "
+                     f"cap, so RSS follows the cap more than the need; the base was built with {args.driver_memory}).")
+    run.write(f"small-command: {tiny} events on a base of {n:,} vs {4 * n:,} rows", summary, params, correctness,
+              f"the {target:.0f} s target")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("scenario", nargs="?", default="merge", choices=SCENARIOS)
+    parser.add_argument("--rows", type=int, help="snapshot rows N (default: per scenario)")
+    parser.add_argument("--change-rows", type=int, help="change events C (default: per scenario)")
+    parser.add_argument("--engines", help=f"comma-separated, of: {', '.join(ALL_ENGINES)} (merge, base-scaling)")
+    parser.add_argument("--buckets", type=int, help="lakecompact buckets (default: N/125k, 8 to 64)")
+    parser.add_argument("--cores", type=int, default=2, help="local[cores] for Spark, threads for DuckDB")
+    parser.add_argument("--driver-memory", default="8g")
+    parser.add_argument("--cli-driver-memory", default="1g",
+                        help="small-command: spark.driver.memory of the timed CLI commands (Spark's default 1g)")
+    parser.add_argument("--shuffle-partitions", type=int, default=16)
+    parser.add_argument("--events-per-file", type=int, default=25_000, help="events per kcat file")
+    parser.add_argument("--land-batch-files", type=int, default=10,
+                        help="lakecompact lands a snapshot this many files (x --events-per-file events) per land run; "
+                             "0: all in one run")
+    parser.add_argument("--batches", type=int, default=12, help="view-read: land batches in the hour")
+    parser.add_argument("--repeat", type=int, default=3, help="times each timed read runs")
+    parser.add_argument("--timeout", type=float, default=4 * 3600, help="seconds per engine process")
+    parser.add_argument("--keep-work", action="store_true", help="keep the engines' tables under .bench/work")
+    parser.add_argument("--quiet-wait", type=float, default=300,
+                        help="before each engine, wait up to this many seconds for other processes to leave the CPUs "
+                             "(0: do not wait)")
+    parser.add_argument("--reuse", default="",
+                        help="comma-separated run names to take from the scenario's last results file instead of "
+                             "running them again (only when its parameters are the same)")
+    parser.add_argument("--nice", type=int, default=10, help="raise this process's niceness to at least this")
+    args = parser.parse_args()
+    if args.nice and os.nice(0) < args.nice:
+        os.nice(args.nice - os.nice(0))
+    if not VENV_PYTHON.exists():
+        raise SystemExit(f"{VENV_PYTHON} missing: run `bash benchmarks/setup.sh` first")
+    try:
+        import lakecompact  # noqa: F401
+    except ImportError:
+        raise SystemExit(f"lakecompact is not importable by {sys.executable}: run with the project's Python") from None
+    if args.buckets is None:
+        rows = args.rows or {"merge": 1_000_000, "change-size": 1_000_000, "view-read": 1_000_000}.get(args.scenario, 250_000)
+        args.buckets = min(64, max(8, rows // 125_000))
+    args.reuse_runs = {r.strip() for r in args.reuse.split(",") if r.strip()}
+    args.machine = machine()
+    started = time.monotonic()
+    {"merge": scenario_merge, "change-size": scenario_change_size, "base-scaling": scenario_base_scaling,
+     "landing": scenario_landing, "view-read": scenario_view_read, "small-command": scenario_small_command}[
+        args.scenario](args)
+    log(f"{args.scenario}: finished in {time.monotonic() - started:.0f}s")
+
+
+if __name__ == "__main__":
+    main()
