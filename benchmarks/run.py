@@ -45,6 +45,7 @@ CHECK_SQL = (
     " AS BIGINT)) AS checksum"
 )
 READ_SQL = f"SELECT count(*), sum(score) FROM {VIEW}"
+NOISY = 0.25  # share of the CPUs used by other processes above which a run's numbers are marked
 
 
 def log(message: str) -> None:
@@ -249,12 +250,12 @@ class Run:
         result = doc["runs"][run_name]
         result["steps"] = [{"step": s["step"], "seconds": s["seconds"], "info": s.get("info", {})}
                            for s in doc["steps"] if s["run"] == run_name]
-        result["reused_from"] = doc["machine"]["date"]
+        result["reused_from"] = when = result.get("reused_from") or doc["machine"]["date"]
         self.runs[run_name] = result
         if result.get("error"):
             self.failures.append(f"{run_name}: {result['error'].splitlines()[0][:300]} (reused)")
-        log(f"{run_name}: reused from the run of {doc['machine']['date']}")
-        self.notes.append(f"{run_name}: taken from the earlier run of {doc['machine']['date']} (--reuse).")
+        log(f"{run_name}: reused from the run of {when}")
+        self.notes.append(f"{run_name}: measured in the run of {when} (reused with --reuse).")
         return True
 
     def engine(self, run_name: str, engine: str, ops: list[dict], **spec_extra) -> dict:
@@ -413,6 +414,11 @@ class Run:
     def write(self, title: str, summary: list[dict], params: dict, correctness: dict, reference_label: str,
               extra_md: str = "") -> None:
         RESULTS.mkdir(parents=True, exist_ok=True)
+        for row in summary:  # a number taken while other processes held the CPUs says so next to it
+            other = self.runs.get(row.get("run"), {}).get("process", {}).get("other_cpu_share")
+            if other is not None and other > NOISY and "NOISY" not in row.get("note", ""):
+                row["note"] = (row.get("note") or "") + f"{'; ' if row.get('note') else ''}NOISY: other processes " \
+                              f"used {other:.0%} of the CPUs during this run"
         steps = [{"run": r, "engine": res["engine"], "step": s["step"], "seconds": s["seconds"],
                   "info": s.get("info", {})} for r, res in self.runs.items() for s in res["steps"]]
         doc = {"scenario": self.scenario, "title": title, "params": params, "machine": self.args.machine,
@@ -680,6 +686,12 @@ def scenario_merge(args) -> None:
         ("\"change readable\": the time until a reader sees the change. For lakecompact that is `land` alone (its "
          "view already serves base ∪ pending increments), for the others their whole apply-change step; ratios there "
          "are to lakecompact's land."),
+        (f"lakecompact lands the snapshot in {len(snap_steps)} land run(s) of at most {args.land_batch_files} files "
+         f"({args.land_batch_files * args.events_per_file:,} events) each, as if the files arrived that way; the peers "
+         "load it in one go. One land of the whole 1M-event snapshot (2.8 GB of JSON) failed with "
+         "java.lang.OutOfMemoryError: Java heap space at spark.driver.memory = 8g, in-process and through the CLI "
+         "(--land-batch-files 0 reproduces it)." if len(snap_steps) > 1 else
+         "lakecompact lands the snapshot in one land run."),
         ("Peers run on Spark 3.5.9 local[2] (delta-spark 3.3.2, iceberg-spark-runtime-3.5 1.10.1, hudi-spark3.5-bundle "
          "1.1.1), lakecompact on the main env's Spark 4 local[2]: same driver memory and spark.sql.shuffle.partitions, "
          "but not the same Spark version, so part of any difference is Spark's own."),
@@ -994,6 +1006,9 @@ def main() -> None:
     parser.add_argument("--reuse", default="",
                         help="comma-separated run names to take from the scenario's last results file instead of "
                              "running them again (only when its parameters are the same)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="run nothing: write the scenario's .md/.png (and .json) again from its last results, with "
+                             "the same parameters given")
     parser.add_argument("--nice", type=int, default=10, help="raise this process's niceness to at least this")
     args = parser.parse_args()
     if args.nice and os.nice(0) < args.nice:
@@ -1008,6 +1023,12 @@ def main() -> None:
         rows = args.rows or {"merge": 1_000_000, "change-size": 1_000_000, "view-read": 1_000_000}.get(args.scenario, 250_000)
         args.buckets = min(64, max(8, rows // 125_000))
     args.reuse_runs = {r.strip() for r in args.reuse.split(",") if r.strip()}
+    if args.report_only:
+        previous = RESULTS / f"{args.scenario}.json"
+        if not previous.exists():
+            raise SystemExit(f"--report-only: no {previous}")
+        args.reuse_runs = set(json.loads(previous.read_text())["runs"])
+        args.quiet_wait = 0
     args.machine = machine()
     started = time.monotonic()
     {"merge": scenario_merge, "change-size": scenario_change_size, "base-scaling": scenario_base_scaling,
