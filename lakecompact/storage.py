@@ -66,6 +66,18 @@ class Storage:
         finally:
             stream.close()
 
+    def byte_at(self, path: str, position: int) -> int | None:
+        """The byte at a position of a file (0-255), or None when the position is outside it."""
+        if position < 0:
+            return None
+        stream = self._fs.open(self._path(path))
+        try:
+            stream.seek(position)
+            value = stream.read()
+            return None if value < 0 else value
+        finally:
+            stream.close()
+
     def write_text(self, path: str, text: str, *, overwrite: bool = False) -> None:
         """Write a whole small file. With overwrite=False an existing file is an error: the create is exclusive."""
         stream = self._fs.create(self._path(path), overwrite)

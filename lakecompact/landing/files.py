@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.window import Window
 
 from lakecompact.identifiers import struct_type
 from lakecompact.storage import Storage
@@ -38,10 +40,79 @@ def _normal(path: str) -> str:
     return path.replace("file:///", "file:/")
 
 
-def _lines(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """(path, line number, line) for whole files; a file is one row, so line numbers are exact."""
-    text = spark.read.text(paths, wholetext=True).select(_file_path().alias("path"), "value")
-    return text.select("path", F.posexplode(F.split("value", "\n", -1)).alias("line_no", "line"))
+# Files up to this size are read whole, one row per file (one Spark job, exact line numbers for free). Bigger
+# ones are streamed in splits: split whole, forty 70 MB files ran an 8 GB driver out of memory.
+WHOLE_FILE_BYTES = 8 * 1024 * 1024
+
+
+def _whole_files(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """(path, parts): each file's text split at every "\\n"; the last part is what follows the last newline."""
+    text = spark.read.text(paths, wholetext=True)
+    return text.select(_file_path().alias("path"), F.split("value", "\n", -1).alias("parts"))
+
+
+def _streamed(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """Every line as it streams in (split on "\\n" only, as kcat writes them), with the file split it came from
+    and a row id that grows line by line within a split."""
+    return spark.read.text(paths, lineSep="\n").select(
+        _file_path().alias("path"),
+        F.col("_metadata.file_size").alias("file_size"),
+        F.col("_metadata.file_block_start").alias("block"),
+        F.monotonically_increasing_id().alias("row"),
+        F.col("value").alias("line"),
+    )
+
+
+def _streamed_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """(path, line_no, line) of big files: a line's number is the lines of the splits before its own plus its
+    place in its split, the split sizes coming from a second pass over the same listing (one row per split)."""
+    text = _streamed(spark, paths)
+    splits = text.groupBy("path", "block").agg(F.count("*").alias("lines"), F.min("row").alias("first_row"))
+    earlier = Window.partitionBy("path").orderBy("block").rowsBetween(Window.unboundedPreceding, -1)
+    splits = splits.select("path", "block", "first_row",
+                           F.coalesce(F.sum("lines").over(earlier), F.lit(0)).alias("lines_before"))
+    numbered = text.join(F.broadcast(splits), ["path", "block"])
+    return numbered.select("path", (F.col("lines_before") + F.col("row") - F.col("first_row")).alias("line_no"),
+                           "line")
+
+
+def _lines(spark: SparkSession, ranges: list[FileRange]) -> DataFrame:
+    """(path, 0-based line number, line) of every line of the files of the ranges."""
+    whole = [r.path for r in ranges if r.size <= WHOLE_FILE_BYTES]
+    big = [r.path for r in ranges if r.size > WHOLE_FILE_BYTES]
+    parts = []
+    if whole:
+        parts.append(_whole_files(spark, whole).select("path", F.posexplode("parts").alias("line_no", "line")))
+    if big:
+        parts.append(_streamed_lines(spark, big))
+    return functools.reduce(DataFrame.unionByName, parts)
+
+
+def _complete(line) -> Column:
+    return F.json_object_keys(line).isNotNull()
+
+
+def _line_counts(spark: SparkSession, storage: Storage, found: dict[str, int]) -> list[tuple[str, int, bool]]:
+    """(path, lines ended by a newline, whether the text after the last newline is a whole JSON object) per file."""
+    whole = [p for p, size in found.items() if size <= WHOLE_FILE_BYTES]
+    big = [p for p, size in found.items() if size > WHOLE_FILE_BYTES]
+    counts = []
+    if whole:
+        rows = _whole_files(spark, whole).select(
+            "path", (F.size("parts") - 1).alias("terminated"), _complete(F.element_at("parts", -1)).alias("tail")
+        ).collect()  # one row per file
+        counts += [(row.path, row.terminated, row.tail) for row in rows]
+    if big:
+        last = F.struct("block", "row")
+        rows = _streamed(spark, big).groupBy("path").agg(
+            F.count("*").alias("lines"), F.max("file_size").alias("file_size"),
+            _complete(F.max_by("line", last)).alias("last_complete"),
+        ).collect()  # one row per file
+        for row in rows:
+            # Spark read up to the size it listed: the byte before it says whether that last line was finished
+            ended = storage.byte_at(_same_path(row.path, found), row.file_size - 1) == ord("\n")
+            counts.append((row.path, row.lines if ended else row.lines - 1, not ended and row.last_complete))
+    return counts
 
 
 def plan(spark: SparkSession, storage: Storage, patterns: tuple[str, ...], landed: dict) -> list[FileRange]:
@@ -54,23 +125,13 @@ def plan(spark: SparkSession, storage: Storage, patterns: tuple[str, ...], lande
     for pattern in patterns:
         for path, size in storage.list_files(pattern if "://" in pattern or pattern.startswith("file:") else f"file:{pattern}"):
             found[path] = size
-    changed = [p for p, size in found.items() if size != landed.get(p, {}).get("size")]
+    changed = {p: size for p, size in found.items() if size != landed.get(p, {}).get("size")}
     if not changed:
         return []
-    counts = (
-        spark.read.text(changed, wholetext=True)
-        .select(_file_path().alias("path"), F.split("value", "\n", -1).alias("parts"))
-        .select(
-            "path",
-            (F.size("parts") - 1).alias("terminated"),
-            F.json_object_keys(F.element_at("parts", -1)).isNotNull().alias("tail_complete"),
-        )
-        .collect()
-    )
     ranges = []
-    for row in counts:
-        path = _same_path(row.path, found)
-        end = row.terminated + (1 if row.tail_complete else 0)
+    for spark_path, terminated, tail_complete in _line_counts(spark, storage, changed):
+        path = _same_path(spark_path, found)
+        end = terminated + (1 if tail_complete else 0)
         start = landed.get(path, {}).get("lines", 0)
         if end > start:
             ranges.append(FileRange(path, start, end, found[path]))
@@ -86,12 +147,13 @@ def _same_path(path: str, found: dict[str, int]) -> str:
 
 def read(spark: SparkSession, ranges: list[FileRange]) -> DataFrame:
     """The raw events of the planned lines: Kafka coordinates, key and payload texts, and where they came from."""
-    bounds = spark.createDataFrame(
-        [(_normal(r.path), r.start, r.end) for r in ranges], "path STRING, start INT, end INT"
-    )
-    lines = _lines(spark, [r.path for r in ranges])
-    picked = lines.join(F.broadcast(bounds), "path").where(
-        (F.col("line_no") >= F.col("start")) & (F.col("line_no") < F.col("end")) & (F.trim("line") != "")
+    # [start, end) per file as a literal map: a filter, no join and no Python worker
+    bounds = F.create_map(*[
+        part for r in ranges for part in (F.lit(_normal(r.path)), F.struct(F.lit(r.start).alias("start"),
+                                                                           F.lit(r.end).alias("end")))
+    ])[F.col("path")]
+    picked = _lines(spark, ranges).where(
+        (F.col("line_no") >= bounds["start"]) & (F.col("line_no") < bounds["end"]) & (F.trim("line") != "")
     )
     parsed = picked.withColumn("j", F.from_json("line", _KCAT_LINE))
     is_object = F.json_object_keys("line").isNotNull()

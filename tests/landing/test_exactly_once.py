@@ -3,9 +3,12 @@ next run without losing or doubling an event (DESIGN "Commit protocols: Landing"
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from lakecompact.catalog import Catalog
+from lakecompact.landing import files
 from lakecompact.landing import land as land_module
 from lakecompact.storage import VersionedState
 from tests.support.crash import Crash, crash_once, registering
@@ -188,3 +191,53 @@ def test_a_second_lander_exits_with_a_clear_message(lake):
             lake.land()
         assert f"database {lake.database} is being landed into" in str(caught.value) and lock in str(caught.value)
     assert lake.land().rows_out == {ITEMS: 1}
+
+
+def test_a_file_read_in_many_splits_keeps_exact_line_numbers(lake, monkeypatch):
+    """A big file is streamed in splits, not held whole: each line's number (its place in the batch's record and
+    its quarantine origin) must still be exact across split boundaries."""
+    monkeypatch.setattr(files, "WHOLE_FILE_BYTES", 0)  # every file counts as big
+    items, _ = topics()
+    lines = [items.event("c", {"id": i, "name": f"name {i:04d}"}, 1000 + i) for i in range(1, 121)]
+    lines[60] = '{"topic": "pg.public.items", not json}'  # line 61 of the file
+    path = lake.write(lines, name="big.jsonl")
+    assert path.stat().st_size > 6 * 4096  # more than six splits
+    settings = {"spark.sql.files.maxPartitionBytes": "4096", "spark.sql.files.openCostInBytes": "0"}
+    before = {key: lake.spark.conf.get(key) for key in settings}
+    try:
+        for key, value in settings.items():
+            lake.spark.conf.set(key, value)
+        report = lake.land()
+        lake.write([items.event("u", {"id": 1, "name": "appended"}, 5000)], name="big.jsonl")
+        appended = lake.land()
+    finally:
+        for key, value in before.items():
+            lake.spark.conf.set(key, value)
+
+    assert report.rows_out == {ITEMS: 119} and report.quarantined == {"_unknown": 1}
+    assert offsets(lake, ITEMS) == [o for o in range(121) if o != 60]  # kcat's offsets, each once
+    catalog = Catalog(lake.spark, lake.config)
+    [bad] = lake.spark.read.parquet(f"{catalog.root}/_quarantine").collect()
+    assert bad["__origin"].endswith("big.jsonl:61")
+    assert appended.rows_out == {ITEMS: 1}  # only the new line 121
+    assert lake.view(ITEMS, order="id")[0] == {"id": 1, "name": "appended"}
+
+
+def test_a_streamed_last_line_still_being_written_waits_for_its_end(lake, monkeypatch):
+    """The streamed path of a big file sees lines, not newlines: the file's last byte tells a finished line."""
+    monkeypatch.setattr(files, "WHOLE_FILE_BYTES", 0)
+    items, _ = topics()
+    whole = json.dumps(items.event("c", {"id": 2, "name": "two"}, 102))
+    path = lake.write([items.event("c", {"id": 1, "name": "one"}, 101)])
+    with open(path, "a") as out:
+        out.write(whole[:40])  # kcat is in the middle of this line
+    assert lake.land().rows_out == {ITEMS: 1}
+    with open(path, "a") as out:
+        out.write(whole[40:])  # finished, without its newline yet: a whole JSON object is taken
+    assert lake.land().rows_out == {ITEMS: 1}
+    with open(path, "a") as out:
+        out.write("\n")
+    assert lake.land().batch is None  # the newline alone adds no line
+    lake.write([items.event("c", {"id": 3, "name": "three"}, 103)])
+    assert lake.land().rows_out == {ITEMS: 1}
+    assert [r["id"] for r in lake.view(ITEMS, order="id")] == [1, 2, 3]
