@@ -1,5 +1,6 @@
-"""kill -9 inside the commit protocols: a real `lakecompact` process killed (SIGKILL) right after a named step,
-then the same command run again: the view is exact, nothing is visible twice, nothing is left behind.
+"""The command-line contract, and kill -9 inside the commit protocols: a real `lakecompact` process killed (SIGKILL)
+right after a named step, then the same command run again: the view is exact, nothing is visible twice, nothing is
+left behind.
 
 Every step can be killed at (LAKECOMPACT_KILL_AT=<step>, lakecompact/crashpoints.py); each process start
 costs a JVM, so the suite kills at one step of each protocol where the most is half done."""
@@ -11,17 +12,17 @@ import os
 import signal
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 import pytest
+import sqlglot
 
 from lakecompact.crashpoints import STEPS
-from tests.support.debezium import INT, TEXT, Topic, write_kcat
-from tests.test_cli import ROOT, minimal_config
+from tests.support.debezium import DATE, INT, TEXT, Topic, decimal, decimal_wire, write_kcat
+from tests.test_cli import ROOT, days, minimal_config
 
 pytestmark = pytest.mark.spark
-
-ITEMS = Topic("pg.public.items", [("id", INT), ("name", TEXT)], ["id"])
 
 
 def run(config: Path, *args: str, kill_at: str | None = None) -> subprocess.CompletedProcess:
@@ -33,12 +34,10 @@ def run(config: Path, *args: str, kill_at: str | None = None) -> subprocess.Comp
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
-def view(config: Path) -> dict[int, str]:
-    result = run(config, "sql", "SELECT id, name FROM lake.public_items")
+def sql_lines(config: Path, query: str) -> list[str]:
+    result = run(config, "sql", query)
     assert result.returncode == 0, result.stderr
-    rows = [json.loads(line) for line in result.stdout.splitlines()]
-    assert len(rows) == len({r["id"] for r in rows}), rows  # nothing visible twice
-    return {r["id"]: r.get("name") for r in rows}
+    return result.stdout.splitlines()
 
 
 def killed(result: subprocess.CompletedProcess) -> bool:
@@ -51,25 +50,55 @@ def test_every_step_has_a_kill_point():
     assert all(f'crashpoints.reached("{step}")' in source for step in STEPS)
 
 
-def test_killed_land_and_compact_are_finished_by_the_next_run(tmp_path):
+def test_the_command_line_contract_with_kills_inside_land_and_compact(tmp_path):
+    """land, compact, sql, status and views as a user runs them (DESIGN "Contract"), each of land and compact first
+    killed half-way; one history, so that every process start (a JVM each) checks as much as it can."""
     config = minimal_config(tmp_path)
-    events = tmp_path / "events"
-    events.mkdir()
-    write_kcat(events / "a.jsonl", [ITEMS.event("c", {"id": i, "name": f"n{i}"}, 100 + i) for i in range(1, 6)])
-    expected = {i: f"n{i}" for i in range(1, 6)}
+    (tmp_path / "events").mkdir()
+    pg = Topic("pg.public.items", [("id", INT), ("name", TEXT), ("price", decimal(10, 2)), ("day", DATE)], ["id"])
+    write_kcat(tmp_path / "events" / "part-1.jsonl", [
+        pg.event("c", {"id": 1, "name": "a", "price": decimal_wire("12.50", 2), "day": days(date(2024, 1, 2))}, 10),
+        pg.event("c", {"id": 2, "name": None, "price": decimal_wire("0.99", 2), "day": days(date(2024, 1, 3))}, 20),
+        pg.event("c", {"id": 3, "name": "c", "price": decimal_wire("1", 2), "day": days(date(2024, 1, 4))}, 30),
+        pg.event("u", {"id": 1, "name": "a2", "price": decimal_wire("-3.10", 2), "day": days(date(2024, 2, 1))}, 40),
+        pg.event("d", {"id": 3, "name": "c", "price": decimal_wire("1", 2), "day": days(date(2024, 1, 4))}, 50),
+        pg.tombstone({"id": 3}),
+    ])
+    # exactly what DataFrame.toJSON() writes: column order, decimals as numbers, null fields left out
+    expected = [
+        '{"id":1,"name":"a2","price":-3.10,"day":"2024-02-01","__op":"u","__deleted":false}',
+        '{"id":2,"price":0.99,"day":"2024-01-03","__op":"c","__deleted":false}',
+    ]
+    query = "SELECT id, name, price, day, __op, __deleted FROM lake.public_items ORDER BY id"
 
-    assert killed(run(config, "land", kill_at="partitions-added"))  # one table's increment registered, no offsets
+    assert killed(run(config, "land", kill_at="partitions-added"))  # the increment registered, no offsets
     rerun = run(config, "land")
     assert rerun.returncode == 0, rerun.stderr
     assert "land: batch 1 was interrupted; landing the same input again" in rerun.stdout
 
     assert killed(run(config, "compact", kill_at="swap"))  # committed, nothing archived or collected
-    assert view(config) == expected  # base v1 and its (not yet archived) increment: each key once
+    # base v1 and its not yet archived increment: each key once
+    assert sql_lines(config, query) == expected
     finished = run(config, "compact")
     assert finished.returncode == 0, finished.stderr
     assert "nothing pending (base v1)" in finished.stdout  # the killed run's version stands, finished by this one
+    assert sql_lines(config, query) == expected  # the base alone, the increment archived
 
-    assert view(config) == expected
+    status = run(config, "status", "--json")
+    assert status.returncode == 0, status.stderr
+    [row] = [json.loads(line) for line in status.stdout.splitlines()]
+    assert row["table"] == "lake.public_items"
+    assert row["key"] == ["id"]
+    assert row["base_version"] == 1
+    assert (row["base_rows"], row["live_rows"]) == (3, 2)  # key 3 kept as a soft-deleted row
+    assert (row["pending_batches"], row["pending_events"], row["quarantined"]) == (0, 0, 0)
+
+    for dialect in ("hive", "trino"):
+        views = run(config, "views", "--dialect", dialect)
+        assert views.returncode == 0, views.stderr
+        [statement] = [s for s in sqlglot.parse(views.stdout, read=dialect) if s]
+        assert statement.sql(dialect=dialect).startswith("CREATE OR REPLACE VIEW")
+        assert statement.this.sql(dialect="spark") == "lake.public_items", views.stdout[:200]
 
     table = tmp_path / "warehouse" / "lake" / "public_items"
     assert sorted(p.name for p in (table / "base").iterdir()) == ["v=1"]  # no orphan version

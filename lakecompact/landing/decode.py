@@ -80,26 +80,34 @@ def from_avro_json(events: DataFrame, writer_schema: str) -> DataFrame:
     return events.withColumn("value_json", F.to_json(decoded))
 
 
+# Connect's JSON converter with schemas on: {"schema": ..., "payload": ...}; each part as its JSON text. One
+# parse for both parts (get_json_object would parse the message once per part); control characters are
+# allowed as get_json_object and json_object_keys allow them, so the three agree on what parses.
+_WRAPPER = struct_type([("schema", "STRING"), ("payload", "STRING")])
+_WRAPPER_OPTIONS = {"allowUnquotedControlChars": "true"}
+
+
 def split_message(raw: DataFrame) -> DataFrame:
     """Separate the embedded schema from the payload of key and value; a null value is a Kafka tombstone."""
     value_keys = F.json_object_keys("payload")
     key_keys = F.json_object_keys("key")
     value_wrapped = F.array_contains(value_keys, "schema") & F.array_contains(value_keys, "payload")
     key_wrapped = F.array_contains(key_keys, "schema") & F.array_contains(key_keys, "payload")
-    value_schema = F.when(value_wrapped, F.get_json_object("payload", "$.schema"))
+    value = F.from_json("payload", _WRAPPER, _WRAPPER_OPTIONS)
+    key = F.from_json("key", _WRAPPER, _WRAPPER_OPTIONS)
+    value_schema = F.when(value_wrapped, value["schema"])
     # Confluent wire format: magic byte 0, a 4-byte schema id, then Avro binary
     value_bytes = F.col("__value_bytes")
     avro = value_bytes.isNotNull() & (F.length(value_bytes) >= 5) & (F.hex(value_bytes.substr(1, 1)) == "00")
     schema_id = F.conv(F.hex(value_bytes.substr(2, 4)), 16, 10)
     return raw.select(
         *RAW_COLUMNS,
-        F.when(avro, F.lit(None)).when(value_wrapped, F.get_json_object("payload", "$.payload"))
-        .otherwise(F.col("payload")).alias("value_json"),
+        F.when(avro, F.lit(None)).when(value_wrapped, value["payload"]).otherwise(F.col("payload")).alias("value_json"),
         F.when(~avro, value_schema).alias("value_schema"),
         F.when(avro, F.concat(F.lit(AVRO_PREFIX), schema_id))
         .otherwise(F.sha2(value_schema, 256).substr(1, 16)).alias("value_schema_hash"),
-        F.when(key_wrapped, F.get_json_object("key", "$.payload")).otherwise(F.col("key")).alias("key_json"),
-        F.when(key_wrapped, F.get_json_object("key", "$.schema")).alias("key_schema"),
+        F.when(key_wrapped, key["payload"]).otherwise(F.col("key")).alias("key_json"),
+        F.when(key_wrapped, key["schema"]).alias("key_schema"),
         F.when(avro, F.array().cast("array<string>")).otherwise(F.coalesce(value_keys, F.array())).alias("value_keys"),
     )
 
