@@ -66,15 +66,12 @@ class Storage:
         finally:
             stream.close()
 
-    def byte_at(self, path: str, position: int) -> int | None:
-        """The byte at a position of a file (0-255), or None when the position is outside it."""
-        if position < 0:
-            return None
+    def byte_at(self, path: str, position: int) -> int:
+        """The byte (0-255) at a position inside a file."""
         stream = self._fs.open(self._path(path))
         try:
             stream.seek(position)
-            value = stream.read()
-            return None if value < 0 else value
+            return stream.read()
         finally:
             stream.close()
 

@@ -15,8 +15,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def lakecompact(config: Path, *args: str) -> subprocess.CompletedProcess:
+def lakecompact(config: Path, *args: str, kill_at: str | None = None) -> subprocess.CompletedProcess:
+    """One `lakecompact` process; with kill_at, it kills itself (SIGKILL) after that step (crashpoints.py)."""
     env = {**os.environ, "LAKECOMPACT_SPARK_LOG_LEVEL": "ERROR"}
+    env.pop("LAKECOMPACT_KILL_AT", None)
+    if kill_at:
+        env["LAKECOMPACT_KILL_AT"] = kill_at
     return subprocess.run(
         [sys.executable, "-m", "lakecompact", "--config", str(config), *args],
         check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,

@@ -8,10 +8,8 @@ costs a JVM, so the suite kills at one step of each protocol where the most is h
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 from datetime import date
 from pathlib import Path
 
@@ -21,17 +19,9 @@ import sqlglot
 from lakecompact.crashpoints import STEPS
 from tests.support.debezium import DATE, INT, TEXT, Topic, decimal, decimal_wire, write_kcat
 from tests.test_cli import ROOT, days, minimal_config
+from tests.test_cli import lakecompact as run
 
 pytestmark = pytest.mark.spark
-
-
-def run(config: Path, *args: str, kill_at: str | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "LAKECOMPACT_SPARK_LOG_LEVEL": "ERROR"}
-    env.pop("LAKECOMPACT_KILL_AT", None)
-    if kill_at:
-        env["LAKECOMPACT_KILL_AT"] = kill_at
-    return subprocess.run([sys.executable, "-m", "lakecompact", "--config", str(config), *args],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
 def sql_lines(config: Path, query: str) -> list[str]:

@@ -76,10 +76,15 @@ def _streamed_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
                            "line")
 
 
+def _by_size(sizes: dict[str, int]) -> tuple[list[str], list[str]]:
+    """The files to read whole, and the big ones to stream."""
+    return ([p for p, size in sizes.items() if size <= WHOLE_FILE_BYTES],
+            [p for p, size in sizes.items() if size > WHOLE_FILE_BYTES])
+
+
 def _lines(spark: SparkSession, ranges: list[FileRange]) -> DataFrame:
     """(path, 0-based line number, line) of every line of the files of the ranges."""
-    whole = [r.path for r in ranges if r.size <= WHOLE_FILE_BYTES]
-    big = [r.path for r in ranges if r.size > WHOLE_FILE_BYTES]
+    whole, big = _by_size({r.path: r.size for r in ranges})
     parts = []
     if whole:
         parts.append(_whole_files(spark, whole).select("path", F.posexplode("parts").alias("line_no", "line")))
@@ -88,14 +93,13 @@ def _lines(spark: SparkSession, ranges: list[FileRange]) -> DataFrame:
     return functools.reduce(DataFrame.unionByName, parts)
 
 
-def _complete(line) -> Column:
+def _complete(line: Column) -> Column:
     return F.json_object_keys(line).isNotNull()
 
 
 def _line_counts(spark: SparkSession, storage: Storage, found: dict[str, int]) -> list[tuple[str, int, bool]]:
     """(path, lines ended by a newline, whether the text after the last newline is a whole JSON object) per file."""
-    whole = [p for p, size in found.items() if size <= WHOLE_FILE_BYTES]
-    big = [p for p, size in found.items() if size > WHOLE_FILE_BYTES]
+    whole, big = _by_size(found)
     counts = []
     if whole:
         rows = _whole_files(spark, whole).select(
