@@ -65,10 +65,20 @@ logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 
 def parse_check(sql: str, template: str = "<sql>", dialect: str = "spark") -> None:
+    error = _parse_error(sql, dialect)
+    if error is not None:
+        raise InvalidSql(template, sql, error) from None
+
+
+@functools.lru_cache(maxsize=512)
+def _parse_error(sql: str, dialect: str) -> sqlglot.errors.ParseError | None:
+    """Why `sql` does not parse, or None. Cached: a table's queries render the same text at every land,
+    compaction and read, and parsing the semantic query takes tens of milliseconds each time."""
     try:
         sqlglot.parse_one(sql, read=dialect)
     except sqlglot.errors.ParseError as exc:
-        raise InvalidSql(template, sql, exc) from None
+        return exc
+    return None
 
 
 def render_checked(template: str, *, parse_as: str = "spark", **context) -> str:

@@ -114,7 +114,7 @@ class Compactor:
             version = current.version + 1
             increments = self.catalog.table(self.increments_table).where(F.col("__batch").isin([b for _, b in pending]))
             report = self._write_version(current, version, increments, pending)
-            self._point_base_at(self.manifests.read(version))
+            self._point_base_at(self.manifests.read(version), current)
             crashpoints.reached("swap")
             self._publish_changes(version)
             crashpoints.reached("changes-published")
@@ -258,14 +258,19 @@ class Compactor:
         return rows.where((F.col("__op") == "t") | ~expired)
 
     # -- the swap and what follows -------------------------------------------------------------------
-    def _point_base_at(self, manifest: Manifest) -> None:
-        """The commit: the `<t>_base` partitions name the manifest's folders, then the version property."""
+    def _point_base_at(self, manifest: Manifest, pointed_at: Manifest | None = None) -> None:
+        """The commit: the `<t>_base` partitions name the manifest's folders, then the version property.
+
+        `pointed_at`: the manifest the metastore is known to match (converged), so that a bucket the new version
+        did not rewrite keeps its partition untouched; without it (recovery, rollback) every partition is set.
+        """
         existing = {int(p["__bucket"]) for p in self.catalog.partitions(self.base_table)}
         wanted = manifest.buckets
         new = [([("__bucket", b)], self.paths.base_bucket(v, b)) for b, v in sorted(wanted.items()) if b not in existing]
         self.catalog.add_partitions(self.base_table, new)
+        unchanged = pointed_at.buckets if pointed_at is not None else {}
         for b, v in sorted(wanted.items()):
-            if b in existing:
+            if b in existing and unchanged.get(b) != v:
                 self.catalog.set_partition_location(self.base_table, [("__bucket", b)], self.paths.base_bucket(v, b))
         gone = [[("__bucket", b)] for b in sorted(existing - set(wanted))]
         self.catalog.drop_partitions(self.base_table, gone)

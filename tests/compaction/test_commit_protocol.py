@@ -86,7 +86,7 @@ def land_two_batches_compact_first(lake) -> Topic:
     "crash_at",
     [
         # the manifest of v2 is written, the metastore still names v1
-        pytest.param((Compactor, "_point_base_at", lambda self, m: m.version == 2), id="before-swap"),
+        pytest.param((Compactor, "_point_base_at", lambda self, m, *pointed_at: m.version == 2), id="before-swap"),
         # half-way through the swap: one bucket already points at v2, the others still at v1
         pytest.param((Catalog, "set_partition_location", nth(2, lambda self, table, spec, location: "/v=2/" in location)),
                      id="mid-swap"),
