@@ -28,6 +28,8 @@ from lakecompact.views import definition as view_definition
 # table properties of `<t>_base`
 VERSION_PROPERTY = "lakecompact.base_version"  # the base version the metastore points at
 DELETE_FORM_PROPERTY = "lakecompact.deletes"  # how the table's topic carries deletes: "rows" or "tombstones"
+# the name, everywhere (land, status, quarantine), of events that belong to no table; no table starts with "_"
+UNPLACED = "_unknown"
 
 
 @dataclass(frozen=True)

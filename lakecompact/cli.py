@@ -95,6 +95,18 @@ def _status(args, context: Context) -> None:
         print_status(rows)
 
 
+def _quarantine(args, context: Context) -> None:
+    from lakecompact.views.quarantine import print_quarantine, quarantine
+
+    table = args.table.lower() if args.table else None
+    entries = quarantine(context.spark, context.config, table, args.show)
+    if args.json:
+        for entry in entries:
+            print(json.dumps(entry))
+    else:
+        print_quarantine(entries, table)
+
+
 def _changes(args, context: Context) -> None:
     from lakecompact.views.read import print_changes
 
@@ -149,6 +161,19 @@ def _status_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object per table")
 
 
+def _quarantine_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--table", help="only this table (_unknown: the events of no table); default: every table")
+    parser.add_argument("--show", type=_non_negative, default=3, metavar="N",
+                        help="sample events shown per reason (default 3)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per table and reason")
+
+
+def _non_negative(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number of events (0 or more), got {text!r}")
+    return int(text)
+
+
 def _changes_arguments(parser: argparse.ArgumentParser) -> None:
     _one_table(parser)
     parser.add_argument("--from-version", type=int, default=1, help="first base version (default 1)")
@@ -182,6 +207,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("rollback", "go back one base version; its increments become pending again", _rollback, _one_table),
     Command("sql", "run a query; rows are printed as JSON lines", _sql, _sql_arguments),
     Command("status", "per table: base version, rows, pending batches, quarantine", _status, _status_arguments),
+    Command("quarantine", "per table, why events were quarantined (reasons, counts, sample events)", _quarantine,
+            _quarantine_arguments),
     Command("changes", "the change feed of a table between two base versions", _changes, _changes_arguments),
     Command("schema", "create or evolve tables from the registry's schemas (or print the DDL)", _schema, _schema_arguments),
     Command("views", "print each table's read view in another engine's SQL dialect", _views, _views_arguments),

@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from lakecompact import crashpoints
-from lakecompact.catalog import DELETE_FORM_PROPERTY, Catalog
+from lakecompact.catalog import DELETE_FORM_PROPERTY, UNPLACED, Catalog
 from lakecompact.config import Config
 from lakecompact.errors import SchemaError
 from lakecompact.landing import decode, files
@@ -39,7 +39,6 @@ QUARANTINE_COLUMNS = (
 )
 DeleteForm = Literal["rows", "tombstones"]  # how a table's topic carries deletes (a table property)
 DELETE_FORMS: tuple[str, ...] = typing.get_args(DeleteForm)
-UNPLACED = "_unknown"  # the report's name for events of no table (bad lines), kept in <db>/_quarantine
 NOT_A_ROW_EVENT = "not a row event of a table"
 NO_SCHEMA = "no schema known for this topic: its events carry none, and no earlier event or registry gave one"
 UNPLACED_DELETE = (
@@ -230,7 +229,7 @@ class Landing:
         for table, count in sorted(report.rows_out.items()):
             say(f"  {self.config.database}.{table}: {count} rows landed in batch {batch} (hour {hour})")
         for table, count in sorted(report.quarantined.items()):
-            warn(f"{table}: {count} events quarantined in batch {batch}; see `lakecompact status`")
+            warn(f"{table}: {count} events quarantined in batch {batch}; see: lakecompact quarantine --table {table}")
         for cached in [*self._decoded, messages, raw]:
             cached.unpersist()
         self._decoded.clear()

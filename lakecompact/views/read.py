@@ -9,7 +9,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lakecompact import sql
-from lakecompact.catalog import VERSION_PROPERTY, Catalog
+from lakecompact.catalog import UNPLACED, VERSION_PROPERTY, Catalog
 from lakecompact.config import Config
 from lakecompact.errors import LakecompactError, QueryError
 from lakecompact.naming import base_table, changes_table, increments_table
@@ -74,7 +74,7 @@ def status(spark: SparkSession, config: Config) -> list[dict]:
         )
     unknown_root = catalog.unplaced_quarantine
     if catalog.storage.list_names(unknown_root):
-        rows.append({"table": "(no table)", "quarantined": spark.read.parquet(unknown_root).count()})
+        rows.append({"table": UNPLACED, "quarantined": spark.read.parquet(unknown_root).count()})
     return rows
 
 

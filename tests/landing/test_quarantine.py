@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from lakecompact.catalog import Catalog
+from lakecompact.errors import UnknownTable
+from lakecompact.views.quarantine import print_quarantine, quarantine
 from lakecompact.views.read import status
 from tests.support.debezium import INT, TEXT, Topic
 
@@ -23,7 +27,7 @@ def quarantined(lake, table: str | None) -> list[dict]:
     return [row.asDict() for row in lake.spark.read.parquet(root).collect()]
 
 
-def test_bad_events_are_quarantined_with_reasons_and_the_rest_lands(lake):
+def test_bad_events_are_quarantined_with_reasons_and_the_rest_lands(lake, capsys):
     pg = _topic()
     lines = [
         pg.event("c", {"id": 1, "name": "one", "qty": 1}, 100),
@@ -71,7 +75,22 @@ def test_bad_events_are_quarantined_with_reasons_and_the_rest_lands(lake):
 
     by_table = {row["table"]: row for row in status(lake.spark, lake.config)}
     assert by_table[f"{lake.database}.{TABLE}"]["quarantined"] == 4
-    assert by_table["(no table)"]["quarantined"] == 3
+    assert by_table["_unknown"]["quarantined"] == 3
+
+    # `lakecompact quarantine`: reasons with counts and samples, under the same names
+    entries = quarantine(lake.spark, lake.config, show=1)
+    assert sorted(e["events"] for e in entries if e["table"] == TABLE) == [1, 1, 2]  # two share a reason
+    assert sorted(e["events"] for e in entries if e["table"] == "_unknown") == [1, 2]
+    assert all(len(e["samples"]) == 1 and e["batches"] == [1] for e in entries)
+    every = {e["reason"]: e for e in quarantine(lake.spark, lake.config, TABLE, show=5)}
+    assert sorted(s["offset"] for e in every.values() for s in e["samples"]) == [2, 3, 4, 9]
+    assert "this message is not JSON" in [s["payload"] for s in every[not_json["__reason"]]["samples"]]
+    print_quarantine(quarantine(lake.spark, lake.config, TABLE, show=0), TABLE)
+    out = capsys.readouterr().out
+    assert f"quarantine {TABLE}: 4 event(s) in 1 batch(es) (batch 1), 3 reason(s)" in out
+    assert "this message is not JSON" not in out  # --show 0: reasons and counts only
+    with pytest.raises(UnknownTable):
+        quarantine(lake.spark, lake.config, "public_nothing")
 
     # nothing is landed or quarantined twice on the next run
     again = lake.land()
