@@ -1,7 +1,7 @@
 """`lakecompact quarantine`: what was quarantined, why, and what it looked like.
 
-Counts and samples are computed by Spark; only one row per reason and `show` samples per reason reach the
-driver, however large the quarantine.
+Counts and samples are computed by Spark; only one row per reason and at most `show` events per reason reach
+the driver, however large the quarantine.
 """
 
 from __future__ import annotations
@@ -32,27 +32,25 @@ def quarantine(spark: SparkSession, config: Config, table: str | None = None, sh
         if not any(n.startswith("batch=") for n in catalog.storage.list_names(root)):
             continue
         events = spark.read.parquet(root)  # `batch` comes from the folder names
-        order = Window.partitionBy("__reason").orderBy("batch", "__kafka_topic", "__kafka_partition", "__kafka_offset")
-        rows = (
-            events.withColumn("__events", F.count(F.lit(1)).over(Window.partitionBy("__reason")))
-            .withColumn("__batches", F.collect_set("batch").over(Window.partitionBy("__reason")))
-            .withColumn("__n", F.row_number().over(order))
-            .where(F.col("__n") <= max(show, 1))
-            .collect()  # at most max(show, 1) rows per reason
+        reasons = (
+            events.groupBy("__reason")
+            .agg(F.count(F.lit(1)).alias("events"), F.array_sort(F.collect_set("batch")).alias("batches"))
+            .collect()  # one row per reason
         )
-        by_reason: dict[str, dict] = {}
-        for row in sorted(rows, key=lambda r: (-r["__events"], r["__reason"] or "", r["__n"])):
-            entry = by_reason.setdefault(row["__reason"], {
-                "table": name, "reason": row["__reason"], "events": row["__events"],
-                "batches": sorted(row["__batches"]), "samples": [],
+        order = Window.partitionBy("__reason").orderBy("batch", "__kafka_topic", "__kafka_partition", "__kafka_offset")
+        samples = (
+            events.withColumn("__n", F.row_number().over(order)).where(F.col("__n") <= show).collect()
+            if show else []  # at most `show` rows per reason
+        )
+        for reason in sorted(reasons, key=lambda r: (-r["events"], r["__reason"])):
+            found.append({
+                "table": name, "reason": reason["__reason"], "events": reason["events"], "batches": list(reason["batches"]),
+                "samples": [
+                    {"batch": s["batch"], "topic": s["__kafka_topic"], "partition": s["__kafka_partition"],
+                     "offset": s["__kafka_offset"], "origin": s["__origin"], "key": s["key"], "payload": s["payload"]}
+                    for s in sorted(samples, key=lambda s: s["__n"]) if s["__reason"] == reason["__reason"]
+                ],
             })
-            if row["__n"] <= show:
-                entry["samples"].append({
-                    "batch": row["batch"], "topic": row["__kafka_topic"], "partition": row["__kafka_partition"],
-                    "offset": row["__kafka_offset"], "origin": row["__origin"], "key": row["key"],
-                    "payload": row["payload"],
-                })
-        found.extend(by_reason.values())
     return found
 
 

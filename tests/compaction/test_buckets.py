@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from lakecompact.catalog import Catalog
 from tests.support.debezium import INT, TEXT, Topic
 
 T = "public_items"
@@ -44,7 +45,7 @@ def view_state(lake) -> dict[int, str]:
     return {r["id"]: r["name"] for r in lake.view(T)}
 
 
-def test_second_compaction_rewrites_only_the_touched_buckets(lake):
+def test_second_compaction_rewrites_only_the_touched_buckets(lake, monkeypatch):
     lake.configure(defaults={"buckets": BUCKETS})
     pg = Topic("pg.public.items", [("id", INT), ("name", TEXT)], ["id"])
     state = {i: f"n{i}" for i in KEYS}
@@ -76,8 +77,14 @@ def test_second_compaction_rewrites_only_the_touched_buckets(lake):
     state[second_key] = f"n{second_key} v2"
     assert view_state(lake) == state  # during: base v1 + pending increments
 
+    moved = []  # the swap's metastore statements: one per rewritten bucket, none for the others
+    set_location = Catalog.set_partition_location
+    monkeypatch.setattr(Catalog, "set_partition_location",
+                        lambda self, table, spec, location: moved.append(dict(spec)["__bucket"])
+                        or set_location(self, table, spec, location))
     [second] = lake.compact()
     touched = {bucket[k] for k in touched_keys}
+    assert sorted(moved) == sorted(touched)
     untouched = set(range(BUCKETS)) - touched
     assert len(touched) == 2
     assert second.version == 2 and second.buckets_rewritten == 2
