@@ -101,6 +101,10 @@ class Catalog:
         """Where events that belong to no table go (lines that are no event at all)."""
         return f"{self.root}/_quarantine"
 
+    def quarantine(self, table: str | None) -> str:
+        """A table's quarantine folder; None: the events of no table."""
+        return self.paths(table).quarantine if table else self.unplaced_quarantine
+
     def run(self, template: str, **context) -> DataFrame:
         return sql.run(self.spark, template, database=self.database, **context)
 

@@ -432,8 +432,7 @@ class Landing:
         )
 
     def _write_quarantine(self, table: str | None, rows: DataFrame, batch: int) -> int:
-        root = self.catalog.paths(table).quarantine if table else self.catalog.unplaced_quarantine
-        return self._write_counted(rows.select(*QUARANTINE_COLUMNS), f"{root}/batch={batch}")
+        return self._write_counted(rows.select(*QUARANTINE_COLUMNS), f"{self.catalog.quarantine(table)}/batch={batch}")
 
     def _write_counted(self, rows: DataFrame, location: str) -> int:
         """Write rows to a folder (replacing a crashed attempt's), counted as they are written; an empty

@@ -1,7 +1,7 @@
 """`lakecompact quarantine`: what was quarantined, why, and what it looked like.
 
-Counts and samples are computed by Spark; only one row per reason and at most `show` events per reason reach
-the driver, however large the quarantine.
+Counts and samples are computed by Spark in one pass; only one row per reason, with at most `show` events,
+reaches the driver, however large the quarantine.
 """
 
 from __future__ import annotations
@@ -28,29 +28,30 @@ def quarantine(spark: SparkSession, config: Config, table: str | None = None, sh
         names = [table]
     found = []
     for name in names:
-        root = catalog.unplaced_quarantine if name == UNPLACED else catalog.paths(name).quarantine
+        root = catalog.quarantine(None if name == UNPLACED else name)
         if not any(n.startswith("batch=") for n in catalog.storage.list_names(root)):
             continue
         events = spark.read.parquet(root)  # `batch` comes from the folder names
-        reasons = (
-            events.groupBy("__reason")
-            .agg(F.count(F.lit(1)).alias("events"), F.array_sort(F.collect_set("batch")).alias("batches"))
-            .collect()  # one row per reason
-        )
         order = Window.partitionBy("__reason").orderBy("batch", "__kafka_topic", "__kafka_partition", "__kafka_offset")
-        samples = (
-            events.withColumn("__n", F.row_number().over(order)).where(F.col("__n") <= show).collect()
-            if show else []  # at most `show` rows per reason
+        sample = F.struct(
+            F.col("__n"), F.col("batch"), F.col("__kafka_topic").alias("topic"),
+            F.col("__kafka_partition").alias("partition"), F.col("__kafka_offset").alias("offset"),
+            F.col("__origin").alias("origin"), "key", "payload",
+        )
+        reasons = (
+            events.withColumn("__n", F.row_number().over(order))
+            .groupBy("__reason")  # the window's partitioning: one pass, one shuffle
+            .agg(
+                F.count(F.lit(1)).alias("events"),
+                F.array_sort(F.collect_set("batch")).alias("batches"),
+                F.array_sort(F.collect_list(F.when(F.col("__n") <= show, sample))).alias("samples"),
+            )
+            .collect()  # one row per reason, with at most `show` events
         )
         for reason in sorted(reasons, key=lambda r: (-r["events"], r["__reason"])):
-            found.append({
-                "table": name, "reason": reason["__reason"], "events": reason["events"], "batches": list(reason["batches"]),
-                "samples": [
-                    {"batch": s["batch"], "topic": s["__kafka_topic"], "partition": s["__kafka_partition"],
-                     "offset": s["__kafka_offset"], "origin": s["__origin"], "key": s["key"], "payload": s["payload"]}
-                    for s in sorted(samples, key=lambda s: s["__n"]) if s["__reason"] == reason["__reason"]
-                ],
-            })
+            samples = [{k: v for k, v in s.asDict().items() if k != "__n"} for s in reason["samples"]]
+            found.append({"table": name, "reason": reason["__reason"], "events": reason["events"],
+                          "batches": list(reason["batches"]), "samples": samples})
     return found
 
 
