@@ -142,6 +142,20 @@ def _demo(args, context: Context) -> None:
     run_demo(args.warehouse)
 
 
+def _class_archive(args, context: Context) -> None:
+    import tempfile
+
+    from lakecompact import class_archive
+    from lakecompact.demo import run_demo
+
+    def workload(options: tuple[str, ...]) -> str:
+        run_demo(f"{scratch}/demo", archive_options=options)
+        return class_archive.stop_jvm()
+
+    with tempfile.TemporaryDirectory() as scratch:
+        class_archive.build(workload)
+
+
 # -- the arguments ----------------------------------------------------------------------------------
 
 
@@ -213,6 +227,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("schema", "create or evolve tables from the registry's schemas (or print the DDL)", _schema, _schema_arguments),
     Command("views", "print each table's read view in another engine's SQL dialect", _views, _views_arguments),
     Command("demo", "land, compact and query the events shipped in examples/", _demo, _demo_arguments),
+    Command("class-archive", "build the JVM class archive that makes every command start seconds sooner "
+            "(once per JDK and Spark; scripts/setup.sh runs it)", _class_archive),
 )
 
 

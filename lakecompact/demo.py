@@ -21,7 +21,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "events"
 TABLES = {"public_customers": "id", "shop_orders": "order_id"}
 
 
-def run_demo(warehouse: str | None = None) -> None:
+def run_demo(warehouse: str | None = None, *, archive_options: tuple[str, ...] = ()) -> None:
     started = time.monotonic()
     root = Path(warehouse or ".demo").resolve()
     if root.exists():
@@ -39,7 +39,7 @@ def run_demo(warehouse: str | None = None) -> None:
     )
     from lakecompact.spark import create_session
 
-    spark = create_session(config)
+    spark = create_session(config, archive_options=archive_options)
     say(f"demo: lake at {root / 'warehouse'}, events from {EXAMPLES}")
 
     say("\n== 1. land the first events and compact them")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
-from lakecompact import metastore_guard
+from lakecompact import class_archive, metastore_guard
 from lakecompact.config import Config
 
 LOG4J_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
@@ -22,13 +22,18 @@ def warehouse_uri(warehouse: str) -> str:
     return warehouse if "://" in warehouse or warehouse.startswith("file:") else f"file:{warehouse}"
 
 
-def session_conf(config: Config, *, verbose: bool = False) -> dict[str, str]:
+def session_conf(config: Config, *, verbose: bool = False, archive_options: tuple[str, ...] = ()) -> dict[str, str]:
     """Spark settings lakecompact needs, before the user's [spark.conf] overrides.
 
-    Unless `verbose`, Spark logs errors only, from the JVM's start on (log4j2.properties beside this file).
+    Unless `verbose`, Spark logs errors only, from the JVM's start on (log4j2.properties beside this file). The
+    driver JVM maps the class archive when there is one (class_archive.py); `archive_options`, when given, take
+    the place of that (class_archive.build starts the JVM that dumps a new one).
     """
     root = warehouse_uri(config.warehouse).rstrip("/")
-    java_options = [] if verbose else [f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"]
+    java_options = [
+        *([] if verbose else [f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"]),
+        *(archive_options or class_archive.java_options()),
+    ]
     conf = {
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.catalogImplementation": "hive",
@@ -64,11 +69,14 @@ def session_conf(config: Config, *, verbose: bool = False) -> dict[str, str]:
             f"jdbc:derby:;databaseName={metastore_dir / 'metastore_db'};create=true"
         )
         java_options.append(f"-Dderby.stream.error.file={metastore_dir / 'derby.log'}")
-    if java_options:
-        conf["spark.driver.extraJavaOptions"] = " ".join(java_options)
     if config.spark.master.startswith("local") and not os.environ.get("PYSPARK_GATEWAY_PORT"):
         # Spark's 200 shuffle partitions are for clusters: on a few local cores most would be empty tasks
         conf["spark.sql.shuffle.partitions"] = str(4 * (os.cpu_count() or 2))
+        # the whole job in one JVM on a few cores: G1's concurrent threads take cores the tasks need
+        # (measured on 2 cores: 10-20% off a land/compact/read cycle)
+        java_options.append("-XX:+UseParallelGC")
+    if java_options:
+        conf["spark.driver.extraJavaOptions"] = " ".join(java_options)
     jars = _stack_jars(config)
     if jars:
         conf["spark.jars"] = ",".join(jars)
@@ -91,7 +99,9 @@ def embedded_metastore(config: Config) -> Path | None:
     return Path(config.warehouse) / "_metastore"
 
 
-def create_session(config: Config, *, wait: bool = True, verbose: bool = False) -> SparkSession:
+def create_session(
+    config: Config, *, wait: bool = True, verbose: bool = False, archive_options: tuple[str, ...] = ()
+) -> SparkSession:
     """Build (or join) the session; under spark-submit the master comes from spark-submit.
 
     On the embedded metastore one process works at a time: a second one waits for the first (or, with
@@ -106,7 +116,7 @@ def create_session(config: Config, *, wait: bool = True, verbose: bool = False) 
     if not os.environ.get("PYSPARK_GATEWAY_PORT"):
         # not launched by spark-submit, whose --master must win when it is
         builder = builder.master(config.spark.master)
-    for key, value in session_conf(config, verbose=verbose).items():
+    for key, value in session_conf(config, verbose=verbose, archive_options=archive_options).items():
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("LAKECOMPACT_SPARK_LOG_LEVEL", "WARN" if verbose else "ERROR"))

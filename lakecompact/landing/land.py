@@ -221,11 +221,7 @@ class Landing:
                 count = self._write_increment(landed.table, landed.rows, batch, hour)
                 report.rows_out[landed.table] = report.rows_out.get(landed.table, 0) + count
                 quarantine.append((landed.table, landed.rejected))
-        for table, rejected in quarantine:
-            count = self._write_quarantine(table, rejected, batch)
-            if count:
-                name = table or UNPLACED
-                report.quarantined[name] = report.quarantined.get(name, 0) + count
+        report.quarantined = self._write_quarantine(quarantine, batch)
         for table, count in sorted(report.rows_out.items()):
             say(f"  {self.config.database}.{table}: {count} rows landed in batch {batch} (hour {hour})")
         for table, count in sorted(report.quarantined.items()):
@@ -431,8 +427,32 @@ class Landing:
             "__value_bytes",
         )
 
-    def _write_quarantine(self, table: str | None, rows: DataFrame, batch: int) -> int:
-        return self._write_counted(rows.select(*QUARANTINE_COLUMNS), f"{self.catalog.quarantine(table)}/batch={batch}")
+    def _write_quarantine(self, quarantine: list[tuple[str | None, DataFrame]], batch: int) -> dict[str, int]:
+        """Every table's rejected events of the batch in one write (one Spark job, counted per table as written),
+        then each table's part moved to `<its quarantine>/batch=N`; {table (UNPLACED: of no table): count}."""
+        tables = sorted({table or UNPLACED for table, _ in quarantine})
+        staging = f"{self.catalog.root}/_state/quarantine-staging/batch={batch}"
+        self.storage.delete(staging)  # a crashed attempt's
+        rows = _union([
+            rejected.select(*QUARANTINE_COLUMNS, F.lit(tables.index(table or UNPLACED)).alias("__table"))
+            for table, rejected in quarantine
+        ])
+        counts = write_counted(
+            rows,
+            lambda frame: frame.write.partitionBy("__table").parquet(staging),
+            lambda: self.spark.read.schema(f"{QUARANTINE_SCHEMA}, __table INT").parquet(staging),
+            **{f"table{n}": F.count(F.when(F.col("__table") == n, 1)) for n in range(len(tables))},
+        )
+        quarantined = {}
+        for n, name in enumerate(tables):
+            target = f"{self.catalog.quarantine(None if name == UNPLACED else name)}/batch={batch}"
+            self.storage.delete(target)
+            if counts[f"table{n}"]:
+                self.storage.mkdirs(target.rsplit("/", 1)[0])
+                self.storage.rename(f"{staging}/__table={n}", target)
+                quarantined[name] = counts[f"table{n}"]
+        self.storage.delete(staging)
+        return quarantined
 
     def _write_counted(self, rows: DataFrame, location: str) -> int:
         """Write rows to a folder (replacing a crashed attempt's), counted as they are written; an empty

@@ -1,0 +1,73 @@
+"""The JVM class archive: built from a real JVM's dump, put in place only when a JVM can map it, and then handed
+to every Spark driver JVM; a damaged one is never used (a JVM given one aborts)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from lakecompact import class_archive
+from lakecompact import config as config_module
+from lakecompact.spark import session_conf
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAKECOMPACT_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def _java(*options: str) -> subprocess.CompletedProcess:
+    return subprocess.run([class_archive.java_binary(), *options, "-version"], capture_output=True, text=True,
+                          check=False, timeout=120)
+
+
+def _driver_options() -> str:
+    config = config_module.from_dict({"warehouse": "/tmp/w", "source": {"kind": "files", "paths": ["/tmp/e"]}})
+    return session_conf(config)["spark.driver.extraJavaOptions"]
+
+
+def test_an_archive_dumped_by_a_jvm_is_put_in_place_and_given_to_every_driver_jvm():
+    assert class_archive.java_options() == []
+    assert "SharedArchiveFile" not in _driver_options()
+
+    def workload(options):
+        assert _java(*options).returncode == 0  # a real JVM that dumps the classes it loaded as it exits
+        return ""  # its class path: the default
+
+    path = class_archive.build(workload)
+    assert path == class_archive.archive_path() and path.stat().st_size > 10_000
+    options = class_archive.java_options()
+    assert options[0] == f"-XX:SharedArchiveFile={path}"
+    assert " ".join(options) in _driver_options()
+    mapped = _java(*options, "-Xshare:on")  # on: fail rather than start without it
+    assert mapped.returncode == 0, mapped.stderr
+    assert "warning" not in mapped.stderr.lower()
+    assert class_archive.build(lambda options: pytest.fail("built again")) == path
+
+
+def test_a_damaged_dump_is_never_put_in_place(cache):
+    def dies_while_dumping(options):
+        [dump] = [o.split("=", 1)[1] for o in options if o.startswith("-XX:ArchiveClassesAtExit=")]
+        with open(dump, "wb") as half_written:
+            half_written.write(b"\x00" * 4096)
+        return ""
+
+    assert class_archive.build(dies_while_dumping) is None
+    assert not list(cache.iterdir())
+    assert class_archive.java_options() == []
+
+
+def test_an_archive_whose_size_changed_is_not_used(cache):
+    def workload(options):
+        assert _java(*options).returncode == 0
+        return ""
+
+    path = class_archive.build(workload)
+    with open(path, "r+b") as archive:
+        archive.truncate(path.stat().st_size // 2)
+    aborted = _java(f"-XX:SharedArchiveFile={path}", *class_archive.QUIET, f"-XX:ErrorFile={os.devnull}")
+    assert aborted.returncode != 0  # what a JVM given it would do
+    assert class_archive.java_options() == []
