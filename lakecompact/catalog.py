@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from lakecompact import sql
 from lakecompact.config import Config
-from lakecompact.errors import UnknownTable
+from lakecompact.errors import LakecompactError, UnknownTable
 from lakecompact.identifiers import column_list, qualified
 from lakecompact.naming import base_table, changes_table, increments_table
 from lakecompact.schema.model import (
@@ -22,7 +22,7 @@ from lakecompact.schema.model import (
     change_columns,
 )
 from lakecompact.spark import warehouse_uri
-from lakecompact.storage import Storage, VersionedState
+from lakecompact.storage import LocalFiles, Storage, VersionedState
 from lakecompact.views import definition as view_definition
 
 # table properties of `<t>_base`
@@ -90,7 +90,12 @@ class Catalog:
         self.root = f"{warehouse_uri(config.warehouse).rstrip('/')}/{config.database}"
 
     @functools.cached_property
-    def storage(self) -> Storage:
+    def storage(self) -> Storage | LocalFiles:
+        """Through Spark's Hadoop FileSystem; without a session (reading a local warehouse), from the disk."""
+        if self.spark is None:
+            if not LocalFiles.is_local(self.root):
+                raise LakecompactError(f"reading {self.root} needs Spark (only a local warehouse is read without)")
+            return LocalFiles(self.root)
         return Storage(self.spark, self.root)
 
     def paths(self, table: str) -> TablePaths:

@@ -38,6 +38,12 @@ class Context:
 
         return create_session(self.config, wait=not self.args.no_wait, verbose=self.args.verbose)
 
+    def files_only(self):
+        """For commands that read the lake's files only: no session (no JVM) when the warehouse is local."""
+        from lakecompact.storage import LocalFiles
+
+        return None if LocalFiles.is_local(self.config.warehouse) else self.spark
+
 
 @dataclass(frozen=True)
 class Command:
@@ -75,7 +81,19 @@ def _compact(args, context: Context) -> None:
 def _rollback(args, context: Context) -> None:
     from lakecompact.compaction.compact import rollback
 
-    rollback(context.spark, context.config, args.table.lower())
+    rollback(context.spark, context.config, args.table.lower(), args.to_version)
+
+
+def _history(args, context: Context) -> None:
+    from lakecompact.views.history import history, print_history
+
+    table = args.table.lower()
+    rows = history(context.files_only(), context.config, table)
+    if args.json:
+        for row in rows:
+            print(json.dumps(row))
+    else:
+        print_history(f"{context.config.database}.{table}", rows)
 
 
 def _sql(args, context: Context) -> None:
@@ -85,9 +103,9 @@ def _sql(args, context: Context) -> None:
 
 
 def _status(args, context: Context) -> None:
-    from lakecompact.views.read import print_status, status
+    from lakecompact.views.status import print_status, status
 
-    rows = status(context.spark, context.config)
+    rows = status(context.files_only(), context.config)
     if args.json:
         for row in rows:
             print(json.dumps(row))
@@ -167,6 +185,17 @@ def _some_tables(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--table", action="append", help="only this table (repeatable); default: every table")
 
 
+def _rollback_arguments(parser: argparse.ArgumentParser) -> None:
+    _one_table(parser)
+    parser.add_argument("--to-version", type=_non_negative, metavar="N",
+                        help="go back to base version N, one version at a time (default: back one version)")
+
+
+def _history_arguments(parser: argparse.ArgumentParser) -> None:
+    _one_table(parser)
+    parser.add_argument("--json", action="store_true", help="one JSON object per version")
+
+
 def _sql_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", help="Spark SQL; the lake's database is the current one")
 
@@ -184,7 +213,7 @@ def _quarantine_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _non_negative(text: str) -> int:
     if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a whole number of events (0 or more), got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a whole number (0 or more), got {text!r}")
     return int(text)
 
 
@@ -218,7 +247,10 @@ COMMANDS: tuple[Command, ...] = (
     Command("requeue", "land a table's quarantined events again, once their cause is fixed (what fails again stays)",
             _requeue, _one_table),
     Command("compact", "fold pending increments into a new base version", _compact, _some_tables),
-    Command("rollback", "go back one base version; its increments become pending again", _rollback, _one_table),
+    Command("rollback", "go back one base version (or to --to-version N); its increments become pending again",
+            _rollback, _rollback_arguments),
+    Command("history", "every base version of a table: when, events in, rows written and live, buckets rewritten, "
+            "time taken, change-feed version", _history, _history_arguments),
     Command("sql", "run a query; rows are printed as JSON lines", _sql, _sql_arguments),
     Command("status", "per table: base version, rows, pending batches, quarantine", _status, _status_arguments),
     Command("quarantine", "per table, why events were quarantined (reasons, counts, sample events)", _quarantine,

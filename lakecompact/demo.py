@@ -15,7 +15,7 @@ from lakecompact import config as config_module
 from lakecompact.compaction.compact import compact
 from lakecompact.landing.land import land
 from lakecompact.report import say, seconds_since
-from lakecompact.views.read import print_status, status
+from lakecompact.views.status import print_status, status
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "events"
 TABLES = {"public_customers": "id", "shop_orders": "order_id"}

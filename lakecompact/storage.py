@@ -10,6 +10,7 @@ import re
 import socket
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -88,6 +89,41 @@ class Storage:
 
     def write_json(self, path: str, value: Any, *, overwrite: bool = False) -> None:
         self.write_text(path, json.dumps(value, indent=1, sort_keys=True), overwrite=overwrite)
+
+
+class LocalFiles:
+    """The reading half of Storage for a warehouse on the local disk, without a JVM: commands that only read
+    the lake's state files (`history`) answer in well under a second."""
+
+    def __init__(self, root: str):
+        self.root = root.rstrip("/")
+
+    @staticmethod
+    def is_local(root: str) -> bool:
+        return root.startswith("file:") or "://" not in root
+
+    @staticmethod
+    def _local(path: str) -> Path:
+        return Path(re.sub(r"^file:(//)?", "", path))
+
+    def exists(self, path: str) -> bool:
+        return self._local(path).exists()
+
+    def list_names(self, path: str) -> list[str]:
+        folder = self._local(path)
+        return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+    def read_text(self, path: str) -> str:
+        return self._local(path).read_text(encoding="utf-8")
+
+    def read_json(self, path: str) -> Any:
+        return json.loads(self.read_text(path))
+
+
+def folder_stats(folder: str) -> str:
+    """The small JSON file of counts kept in a folder of parquet files (an increment, a quarantine batch), for
+    `status` to read without Spark; readers of the parquet skip it (its name starts with `_`)."""
+    return f"{folder}/_lakecompact.json"
 
 
 class VersionedState:

@@ -83,6 +83,13 @@ def test_the_command_line_contract_with_kills_inside_land_and_compact(tmp_path):
     assert (row["base_rows"], row["live_rows"]) == (3, 2)  # key 3 kept as a soft-deleted row
     assert (row["pending_batches"], row["pending_events"], row["quarantined"]) == (0, 0, 0)
 
+    history = run(config, "history", "--table", "public_items", "--json")  # read from the manifests: no JVM
+    assert history.returncode == 0, history.stderr
+    [v1] = [json.loads(line) for line in history.stdout.splitlines()]
+    assert (v1["version"], v1["state"], v1["events_in"], v1["rows"], v1["live_rows"]) == (1, "current", 5, 3, 2)
+    unknown = run(config, "history", "--table", "nope")
+    assert (unknown.returncode, unknown.stderr.strip()) == (2, "lakecompact: error: unknown table 'nope'; known tables: public_items")
+
     for dialect in ("hive", "trino"):
         views = run(config, "views", "--dialect", dialect)
         assert views.returncode == 0, views.stderr

@@ -34,9 +34,10 @@ def _holder(warehouse: Path) -> subprocess.Popen:
     return process
 
 
-def _lakecompact(config: Path, *args: str) -> subprocess.Popen:
+def _lakecompact(config: Path, *args: str, command: str = "compact") -> subprocess.Popen:
+    """A command that needs the metastore (status does not: it reads files only)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "lakecompact", *args, "--config", str(config), "status"], cwd=ROOT,
+        [sys.executable, "-m", "lakecompact", *args, "--config", str(config), command], cwd=ROOT,
         env={**os.environ, "LAKECOMPACT_SPARK_LOG_LEVEL": "ERROR"},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
@@ -49,8 +50,11 @@ def test_no_wait_exits_with_one_line_and_status_3(tmp_path):
         started = time.monotonic()
         second = _lakecompact(config, "--no-wait")
         _, stderr = second.communicate(timeout=60)
+        reader = _lakecompact(config, "--no-wait", command="status")
+        read_out, read_err = reader.communicate(timeout=60)
     finally:
         holder.communicate("")
+    assert (reader.returncode, read_out.strip()) == (0, "status: no tables yet"), read_err  # no JVM, no wait
     assert second.returncode == 3
     lines = stderr.strip().splitlines()
     assert len(lines) == 1, stderr
@@ -72,6 +76,6 @@ def test_a_second_process_waits_saying_so_once_then_runs(tmp_path):
         holder.communicate("")  # the first one ends
     stdout, stderr = second.communicate(timeout=600)
     assert second.returncode == 0, stderr
-    assert stdout.strip() == "status: no tables yet"
+    assert stdout.strip() == "compact: no tables yet; run `lakecompact land` first"
     assert "waiting" not in stderr  # said once
     assert "XSDB6" not in stderr and "Another instance of Derby" not in stderr

@@ -57,12 +57,20 @@ class VersionPlan:
     truncated: bool
     touched: tuple[int, ...]  # buckets of base N that are read
     target: tuple[int, ...]  # buckets that version N+1 writes (folders v=N+1/__bucket=b)
+    max_source_ts_ms: int | None  # the last source change base N+1 has seen
 
 
 @dataclass(frozen=True)
 class WrittenRows:
-    rows: int
-    live: int
+    per_bucket: dict[int, tuple[int, int]]  # bucket -> (rows, live rows) written to it
+
+    @property
+    def rows(self) -> int:
+        return sum(rows for rows, _ in self.per_bucket.values())
+
+    @property
+    def live(self) -> int:
+        return sum(live for _, live in self.per_bucket.values())
 
 
 def bucket_expression(schema: TableSchema, bucket_count: int) -> Column:
@@ -113,7 +121,7 @@ class Compactor:
                 return None
             version = current.version + 1
             increments = self.catalog.table(self.increments_table).where(F.col("__batch").isin([b for _, b in pending]))
-            report = self._write_version(current, version, increments, pending)
+            report = self._write_version(current, version, increments, pending, started)
             self._point_base_at(self.manifests.read(version), current)
             crashpoints.reached("swap")
             self._publish_changes(version)
@@ -156,6 +164,7 @@ class Compactor:
             F.count(F.lit(1)).alias("events"),
             F.max((F.col("__op") == "t").cast("int")).alias("truncated"),
             F.collect_set(F.when(F.col("__op") != "t", self._bucket(bucket_count, version))).alias("buckets"),
+            F.max("__source_ts_ms").alias("max_source_ts_ms"),
         ).first()
         truncated = bool(summary.truncated)
         marker = (MARKER_BUCKET,) if MARKER_BUCKET in current.buckets else ()
@@ -166,7 +175,8 @@ class Compactor:
         else:
             touched = tuple(range(bucket_count) if truncated else sorted(summary.buckets)) + marker
             target = tuple(b for b in touched if b != MARKER_BUCKET) + ((MARKER_BUCKET,) if truncated else ())
-        return VersionPlan(bucket_count, summary.events, truncated, touched, target)
+        seen = [t for t in (current.stats.get("max_source_ts_ms"), summary.max_source_ts_ms) if t is not None]
+        return VersionPlan(bucket_count, summary.events, truncated, touched, target, max(seen, default=None))
 
     def _latest_rows(self, plan: VersionPlan, version: int, base: DataFrame, increments: DataFrame) -> DataFrame:
         """Base N+1's rows of the target buckets, with their `__bucket`."""
@@ -185,20 +195,27 @@ class Compactor:
         return self._purge_tombstones(rows)
 
     def _write_rows(self, rows: DataFrame, plan: VersionPlan, version: int) -> WrittenRows:
-        """Write the version's folders; counted while written (no second read)."""
+        """Write the version's folders; each bucket's rows and live rows counted while written (no second read)."""
         location = self.paths.base_version(version)
         self.storage.delete(location)  # a half-written attempt of this version is garbage
+        live = ~F.col("__deleted") & (F.col("__op") != "t")  # the truncate marker is no row of the table
+        counts = {}
+        for n, b in enumerate(plan.target):
+            in_bucket = F.col("__bucket") == b
+            counts |= {f"rows{n}": F.count(F.when(in_bucket, 1)), f"live{n}": F.count(F.when(in_bucket & live, 1))}
         metrics = write_counted(
             rows,
             lambda frame: frame.repartition(max(len(plan.target), 1), "__bucket").write.partitionBy("__bucket").parquet(location),
             lambda: self.spark.read.schema(self._base_schema()).parquet(location),
-            rows=F.count(F.lit(1)), live=F.count(F.when(~F.col("__deleted"), 1)),
+            **counts,
         )
         for b in plan.target:
             self.storage.mkdirs(self.paths.base_bucket(version, b))
-        return WrittenRows(metrics["rows"], metrics["live"])
+        return WrittenRows({b: (metrics[f"rows{n}"], metrics[f"live{n}"]) for n, b in enumerate(plan.target)})
 
-    def _write_version(self, current: Manifest, version: int, increments: DataFrame, pending) -> CompactReport:
+    def _write_version(
+        self, current: Manifest, version: int, increments: DataFrame, pending, started: float
+    ) -> CompactReport:
         plan = self._plan(current, version, increments)
         base = self._read_base(current, plan.touched)
         written = self._write_rows(self._latest_rows(plan, version, base, increments), plan, version)
@@ -217,6 +234,9 @@ class Compactor:
                 "rows_written": written.rows,
                 "buckets_rewritten": sorted(plan.target),
                 "created_at": datetime.now(UTC).isoformat(),
+                "seconds": round(time.monotonic() - started, 1),
+                "max_source_ts_ms": plan.max_source_ts_ms,  # the last source change this version has seen
+                **_row_counts(current, buckets, written),
             },
         ))
         crashpoints.reached("manifest")
@@ -293,7 +313,7 @@ class Compactor:
         versions = self.manifests.versions()
         keep = versions[-self.settings.keep_versions:]
         for old in versions[: -self.settings.keep_versions]:
-            self.manifests.delete(old)
+            self.manifests.expire(old)
         referenced = {(v, b) for m in (self.manifests.read(k) for k in keep) for b, v in m.buckets.items()}
         self._collect_changes(set(keep) | {current.version})
         for name in self.storage.list_names(self.paths.base):
@@ -359,6 +379,19 @@ class Compactor:
         return previous.version
 
 
+def _row_counts(current: Manifest, buckets: dict[int, int], written: WrittenRows) -> dict:
+    """Rows and live rows of the whole version, from each bucket's counts: the rewritten buckets' as written,
+    the others' as their manifest recorded them (unknown, None, for buckets written before counts were kept)."""
+    known = {int(b): counts for b, counts in current.stats.get("bucket_rows", {}).items()}
+    per_bucket = {b: written.per_bucket.get(b, known.get(b)) for b in buckets}
+    complete = all(counts is not None for counts in per_bucket.values())
+    return {
+        "bucket_rows": {str(b): list(counts) for b, counts in sorted(per_bucket.items()) if counts is not None},
+        "rows": sum(c[0] for c in per_bucket.values()) if complete else None,
+        "live_rows": sum(c[1] for c in per_bucket.values()) if complete else None,
+    }
+
+
 def compact(
     spark: SparkSession, config: Config, tables: list[str] | None = None, *, skip_busy: bool = False
 ) -> list[CompactReport]:
@@ -381,5 +414,20 @@ def compact(
     return reports
 
 
-def rollback(spark: SparkSession, config: Config, table: str) -> int:
-    return Compactor(spark, config, table).rollback()
+def rollback(spark: SparkSession, config: Config, table: str, to_version: int | None = None) -> int:
+    """Back one base version, or (`to_version`) back to that version, one version at a time; the version now."""
+    compactor = Compactor(spark, config, table)
+    if to_version is None:
+        return compactor.rollback()
+    kept = compactor.manifests.versions()
+    current = kept[-1] if kept else 0
+    reachable = ([0] if 1 in kept else []) + [v for v in kept if v < current]
+    if to_version != current and to_version not in reachable:
+        raise RollbackError(
+            f"table {table} is at base v{current} and can go back to "
+            f"{', '.join(f'v{v}' for v in reachable) or 'no version'} (keep_versions = "
+            f"{compactor.settings.keep_versions}), not v{to_version}"
+        )
+    while current > to_version:
+        current = compactor.rollback()
+    return current

@@ -7,9 +7,13 @@ to the highest manifest: a crash after writing one is finished forward, and a ro
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from lakecompact.storage import Storage, VersionedState
+
+
+EXPIRED, ROLLED_BACK = "expired", "rolled-back"  # folders beside the manifests, for `history`
 
 
 @dataclass(frozen=True)
@@ -61,8 +65,21 @@ class Manifests:
         self._files.write(manifest.version, manifest.to_json())
 
     def retire(self, version: int) -> None:
-        """Take a version out of the chain (rollback): kept aside, never read again."""
-        self.storage.rename(self._files.path(version), f"{self.folder}/rolled-back/{version:012d}.json")
+        """Take a version out of the chain (rollback): kept aside for `history`, never read again. A version
+        number can be rolled back more than once (compacted again after a rollback), so the name is unique."""
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+        self.storage.rename(self._files.path(version), f"{self.folder}/{ROLLED_BACK}/{version:012d}-{stamp}.json")
 
-    def delete(self, version: int) -> None:
-        self._files.delete(version)
+    def expire(self, version: int) -> None:
+        """Out of the kept versions (its folders are garbage now): kept aside for `history`, never read again."""
+        self.storage.rename(self._files.path(version), f"{self.folder}/{EXPIRED}/{version:012d}.json")
+
+    def history(self) -> list[tuple[Manifest, str]]:
+        """Every version this table had, oldest first, each with what became of it: "kept" (its folders are
+        readable), "expired" (beyond keep_versions) or "rolled back"."""
+        found = [(self.read(v), "kept") for v in self.versions()]
+        for folder, fate in ((EXPIRED, "expired"), (ROLLED_BACK, "rolled back")):
+            names = self.storage.list_names(f"{self.folder}/{folder}")
+            found += [(Manifest.from_json(self.storage.read_json(f"{self.folder}/{folder}/{n}")), fate)
+                      for n in names if n.endswith(".json")]
+        return sorted(found, key=lambda entry: (entry[0].version, entry[0].stats.get("created_at", "")))

@@ -31,7 +31,7 @@ from lakecompact.schema.connect import Field, avro_reader_schema, avro_wire, str
 from lakecompact.schema.model import META_COLUMNS, TableSchema
 from lakecompact.schema.registry import RegistryError
 from lakecompact.spark import write_counted
-from lakecompact.storage import VersionedState, exclusive_lock
+from lakecompact.storage import VersionedState, exclusive_lock, folder_stats
 
 # the message as it came (Avro values as bytes), so that `requeue` can land it again once the cause is fixed
 QUARANTINE_COLUMNS = (
@@ -407,7 +407,16 @@ class Landing:
         rows = rows.select(*[F.col(c) if c in rows.columns else F.lit(None).cast(t).alias(c)
                              for c, t in schema.columns + list(META_COLUMNS)]).select(*columns)
         location = self.catalog.paths(table).increment(hour, batch)
-        count = self._write_counted(rows, location)
+        self.storage.delete(location)  # a crashed attempt's
+        written = write_counted(
+            rows, lambda frame: frame.write.parquet(location), lambda: self.spark.read.parquet(location),
+            rows=F.count(F.lit(1)), max_source_ts_ms=F.max("__source_ts_ms"),
+        )
+        count = written["rows"]
+        if count:
+            self.storage.write_json(folder_stats(location), written, overwrite=True)
+        else:
+            self.storage.delete(location)
         crashpoints.reached("increments-written")
         if count:
             self.catalog.add_partitions(increments_table(table), [([("__hour", hour), ("__batch", batch)], location)])
@@ -450,20 +459,10 @@ class Landing:
             if counts[f"table{n}"]:
                 self.storage.mkdirs(target.rsplit("/", 1)[0])
                 self.storage.rename(f"{staging}/__table={n}", target)
+                self.storage.write_json(folder_stats(target), {"rows": counts[f"table{n}"]})
                 quarantined[name] = counts[f"table{n}"]
         self.storage.delete(staging)
         return quarantined
-
-    def _write_counted(self, rows: DataFrame, location: str) -> int:
-        """Write rows to a folder (replacing a crashed attempt's), counted as they are written; an empty
-        folder is removed."""
-        count = write_counted(
-            rows, lambda frame: frame.write.mode("overwrite").parquet(location),
-            lambda: self.spark.read.parquet(location), rows=F.count(F.lit(1)),
-        )["rows"]
-        if not count:
-            self.storage.delete(location)
-        return count
 
 
 def _same_schema(group: Row):

@@ -12,7 +12,8 @@ from lakecompact.catalog import Catalog
 from lakecompact.compaction.compact import VERSION_PROPERTY, Compactor
 from lakecompact.storage import exclusive_lock
 from lakecompact.compaction.manifest import Manifests
-from lakecompact.errors import LockHeld
+from lakecompact.errors import LockHeld, RollbackError
+from lakecompact.views.history import history
 from tests.support.crash import Crash, crash_once, nth
 from tests.support.debezium import INT, TEXT, Topic
 
@@ -198,6 +199,20 @@ def test_rollback_goes_back_one_version_and_the_next_compaction_redoes_it(lake):
     changes = lake.rows(f"SELECT __version, count(*) AS n FROM `{lake.database}`.`{T}_changes` GROUP BY __version")
     assert sorted((r["__version"], r["n"]) for r in changes) == [(1, 6), (2, 4)]
 
+    # v2 rolled back again (a version number can be rolled back twice), then compacted again
+    with pytest.raises(RollbackError, match=r"at base v2 and can go back to v0, v1 \(keep_versions = 3\), not v3"):
+        lake.rollback(T, to_version=3)
+    assert lake.rollback(T, to_version=1) == 1
+    assert lake.compact()[0].version == 2
+    rows = history(None, lake.config, T)  # the manifests as they are on disk, no Spark
+    assert [(r["version"], r["state"], r["change_feed"]) for r in rows] == [
+        (1, "kept", 1), (2, "rolled back", None), (2, "rolled back", None), (2, "current", 2),
+    ]
+    assert [(r["batches"], r["events_in"], r["rows"], r["live_rows"]) for r in rows] == [
+        (1, 6, 6, 6), (1, 4, 7, 6), (1, 4, 7, 6), (1, 4, 7, 6),  # key 6 soft-deleted in v2
+    ]
+    assert 1 <= rows[-1]["buckets_rewritten"] <= 4 and rows[-1]["seconds"] > 0
+
 
 @pytest.fixture(scope="module")
 def four_versions(spark, tmp_path_factory):
@@ -238,6 +253,21 @@ def test_keep_versions_collects_buckets_no_kept_manifest_refers_to(four_versions
     assert base_ids(lake) == list(KEYS)
     view = sorted(lake.view(T), key=lambda r: r["id"])
     assert view == [{"id": i, "name": "n1 v4" if i == 1 else f"n{i}"} for i in KEYS]
+
+
+def test_history_lists_every_version_also_those_beyond_keep_versions(four_versions):
+    lake = four_versions
+    rows = history(None, lake.config, T)
+    assert [(r["version"], r["state"], r["change_feed"]) for r in rows] == [
+        (1, "expired", None), (2, "expired", None), (3, "kept", 3), (4, "current", 4),
+    ]
+    # v1 wrote all 8 buckets, each later version the one bucket of key 1; rows of the whole version each time
+    assert [(r["events_in"], r["buckets_rewritten"], r["rows"], r["live_rows"]) for r in rows] == [
+        (len(KEYS), 8, len(KEYS), len(KEYS)), (1, 1, len(KEYS), len(KEYS)), (1, 1, len(KEYS), len(KEYS)),
+        (1, 1, len(KEYS), len(KEYS)),
+    ]
+    with pytest.raises(RollbackError, match=r"can go back to v3 \(keep_versions = 2\), not v1"):
+        lake.rollback(T, to_version=1)
 
 
 def test_keep_versions_deletes_the_folder_of_a_version_nothing_refers_to(four_versions):

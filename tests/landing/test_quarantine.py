@@ -9,7 +9,7 @@ import pytest
 from lakecompact.catalog import Catalog
 from lakecompact.errors import UnknownTable
 from lakecompact.views.quarantine import print_quarantine, quarantine
-from lakecompact.views.read import status
+from lakecompact.views.status import status
 from tests.support.debezium import INT, TEXT, Topic
 
 TABLE = "public_items"

@@ -15,7 +15,7 @@ import pytest
 from lakecompact.landing import decode
 from lakecompact.schema.connect import avro_wire, row_fields, strip_wire
 from lakecompact.schema.model import TableSchema
-from lakecompact.views.read import status
+from lakecompact.views.status import status
 from tests.landing.test_quarantine import quarantined
 from tests.support.debezium import INT, PLACEHOLDER, VSD, Topic, decimal, decimal_wire, vsd_wire
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from lakecompact.views.read import status
+from lakecompact.views.status import status
 from tests.support.debezium import BIGINT, INT, TEXT, Topic, decimal, decimal_wire
 
 V1 = [("id", INT), ("name", TEXT), ("qty", INT), ("price", decimal(6, 2)), ("legacy", TEXT)]

@@ -52,8 +52,8 @@ class Lake:
     def compact(self, *tables: str):
         return compact(self.spark, self.config, list(tables) or None)
 
-    def rollback(self, table: str):
-        return rollback(self.spark, self.config, table)
+    def rollback(self, table: str, to_version: int | None = None):
+        return rollback(self.spark, self.config, table, to_version)
 
     def rows(self, query: str) -> list[dict]:
         return [json.loads(r[0]) for r in self.spark.sql(f"SELECT to_json(struct(*)) FROM ({query})").collect()]

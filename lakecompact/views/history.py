@@ -1,0 +1,63 @@
+"""`lakecompact history --table T`: every base version a table had, from its manifests (DESIGN "Commit protocols").
+
+A manifest records what its compaction did; kept, expired and rolled-back manifests are all read, so the history
+goes back to the table's first compaction. It reads files only: on a local warehouse no JVM starts.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from lakecompact.catalog import Catalog
+from lakecompact.compaction.manifest import Manifests
+from lakecompact.config import Config
+
+
+def history(spark: SparkSession | None, config: Config, table: str) -> list[dict[str, Any]]:
+    """One row per base version, oldest first; `state` is current, kept (rollback can return to it), expired
+    or rolled back; `change_feed` names the feed version readable for it, if any. Without a session (None) a
+    local warehouse is read from the disk."""
+    catalog = Catalog(spark, config)
+    catalog.require(table)
+    paths = catalog.paths(table)
+    entries = Manifests(catalog.storage, f"{paths.state}/manifests").history()
+    current = max((m.version for m, fate in entries if fate == "kept"), default=None)
+    rows = []
+    for manifest, fate in entries:
+        stats = manifest.stats
+        readable = fate == "kept" and catalog.storage.exists(paths.changes(manifest.version))
+        rows.append({
+            "version": manifest.version,
+            "state": "current" if fate == "kept" and manifest.version == current else fate,
+            "created_at": stats.get("created_at"),
+            "batches": len(manifest.consumed),
+            "events_in": stats.get("events_in"),
+            "rows_written": stats.get("rows_written"),
+            "buckets_rewritten": len([b for b in stats.get("buckets_rewritten", []) if b >= 0]),  # not the marker's
+            "rows": stats.get("rows"),
+            "live_rows": stats.get("live_rows"),
+            "seconds": stats.get("seconds"),
+            "change_feed": manifest.version if readable else None,
+        })
+    return rows
+
+
+def print_history(table: str, rows: list[dict[str, Any]], out=sys.stdout) -> None:
+    if not rows:
+        print(f"{table}: no base version yet (nothing compacted)", file=out)
+        return
+
+    def shown(value: Any) -> str:
+        return "?" if value is None else str(value)  # recorded only by newer versions of lakecompact
+
+    for row in rows:
+        feed = f"change feed v{row['change_feed']}" if row["change_feed"] is not None else "no change feed"
+        print(
+            f"{table} v{row['version']} ({row['state']}): {shown(row['created_at'])}, {row['events_in']} events from "
+            f"{row['batches']} batch(es), {row['rows_written']} rows written to {row['buckets_rewritten']} bucket(s) "
+            f"in {shown(row['seconds'])}s; {shown(row['live_rows'])} live of {shown(row['rows'])} rows; {feed}",
+            file=out,
+        )

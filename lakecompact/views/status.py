@@ -1,0 +1,116 @@
+"""`lakecompact status`: per table, the base version and its rows, what is pending, quarantined and readable.
+
+Everything comes from files the writers keep beside the data: the latest manifest (rows and live rows per
+bucket, the last source change seen), the counts file of each pending increment and quarantine batch, and the
+lander's state. So status reads a few small files; on a local warehouse no JVM starts. A count that an
+older lakecompact did not record shows as unknown (None).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from lakecompact.catalog import UNPLACED, Catalog, TablePaths
+from lakecompact.compaction.manifest import Manifests
+from lakecompact.config import Config
+from lakecompact.report import say
+from lakecompact.storage import VersionedState, folder_stats
+
+
+def status(spark: SparkSession | None, config: Config) -> list[dict[str, Any]]:
+    """One row per table, and one for the events of no table if any were quarantined. Without a session
+    (None) a local warehouse is read from the disk."""
+    catalog = Catalog(spark, config)
+    _, land_state = VersionedState(catalog.storage, f"{catalog.root}/_state/land").latest()
+    landed_batches = (land_state or {}).get("batch", 0)  # a batch above it was never committed (a crashed land)
+    rows = []
+    for table in catalog.tables():
+        schema = catalog.require(table)
+        paths = catalog.paths(table)
+        versions = Manifests(catalog.storage, f"{paths.state}/manifests")
+        current = versions.read(versions.versions()[-1]) if versions.versions() else None
+        stats = current.stats if current else {}
+        consumed = set(current.consumed) if current else set()
+        pending = [
+            folder for (hour, batch), folder in _increments(catalog, paths)
+            if batch <= landed_batches and (hour, batch) not in consumed
+        ]
+        pending_stats = [_counts(catalog, folder) for folder in pending]
+        seen = [stats.get("max_source_ts_ms"), *(s.get("max_source_ts_ms") for s in pending_stats if s)]
+        rows.append({
+            "table": f"{catalog.database}.{table}",
+            "key": list(schema.key) or None,
+            "base_version": current.version if current else 0,
+            "base_rows": stats.get("rows") if current else 0,
+            "live_rows": stats.get("live_rows") if current else 0,
+            "pending_batches": len(pending),
+            "pending_events": _total(pending_stats),
+            "quarantined": _quarantined(catalog, paths.quarantine),
+            "change_feed_versions": _feed_versions(catalog, paths),
+            "last_compaction": stats.get("created_at"),
+            "last_compaction_seconds": stats.get("seconds"),
+            "last_source_ts": _iso(max((t for t in seen if t is not None), default=None)),
+        })
+    unplaced = _quarantined(catalog, catalog.unplaced_quarantine)
+    if unplaced:
+        rows.append({"table": UNPLACED, "quarantined": unplaced})
+    return rows
+
+
+def print_status(rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        say("status: no tables yet")
+    for row in rows:
+        if "base_version" not in row:
+            say(f"{row['table']}: {row['quarantined']} quarantined events")
+            continue
+        feed = ", ".join(f"v{v}" for v in row["change_feed_versions"]) or "none"
+        compacted = (f"last compaction {row['last_compaction']} ({_shown(row['last_compaction_seconds'])}s)"
+                     if row["last_compaction"] else "never compacted")
+        say(
+            f"{row['table']}: base v{row['base_version']}, {_shown(row['base_rows'])} base rows "
+            f"({_shown(row['live_rows'])} live), {row['pending_batches']} pending batch(es) with "
+            f"{_shown(row['pending_events'])} events, {_shown(row['quarantined'])} quarantined, "
+            f"change feed {feed}, {compacted}, last source change {row['last_source_ts'] or '-'}"
+        )
+
+
+def _increments(catalog: Catalog, paths: TablePaths) -> list[tuple[tuple[str, int], str]]:
+    """((hour, batch), folder) of the increment folders on disk."""
+    found = []
+    for hour_dir in catalog.storage.list_names(paths.increments):
+        hour = hour_dir.removeprefix("hour=")
+        for batch_dir in catalog.storage.list_names(f"{paths.increments}/{hour_dir}"):
+            batch = int(batch_dir.removeprefix("batch="))
+            found.append(((hour, batch), paths.increment(hour, batch)))
+    return found
+
+
+def _counts(catalog: Catalog, folder: str) -> dict[str, Any] | None:
+    path = folder_stats(folder)
+    return catalog.storage.read_json(path) if catalog.storage.exists(path) else None
+
+
+def _total(counts: list[dict[str, Any] | None]) -> int | None:
+    return None if any(c is None for c in counts) else sum(c["rows"] for c in counts)
+
+
+def _quarantined(catalog: Catalog, root: str) -> int | None:
+    batches = [f"{root}/{name}" for name in catalog.storage.list_names(root) if name.startswith("batch=")]
+    return _total([_counts(catalog, folder) for folder in batches])
+
+
+def _feed_versions(catalog: Catalog, paths: TablePaths) -> list[int]:
+    names = catalog.storage.list_names(paths.changes_root)
+    return sorted(int(name[2:]) for name in names if name.startswith("v="))
+
+
+def _shown(value: Any) -> str:
+    return "?" if value is None else str(value)
+
+
+def _iso(ts_ms: int | None) -> str | None:
+    return None if ts_ms is None else datetime.fromtimestamp(ts_ms / 1000, UTC).isoformat(timespec="milliseconds")
