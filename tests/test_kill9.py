@@ -82,6 +82,7 @@ def test_the_command_line_contract_with_kills_inside_land_and_compact(tmp_path):
     assert row["base_version"] == 1
     assert (row["base_rows"], row["live_rows"]) == (3, 2)  # key 3 kept as a soft-deleted row
     assert (row["pending_batches"], row["pending_events"], row["quarantined"]) == (0, 0, 0)
+    assert row["change_feed_versions"] == [1] and row["last_compaction"] and row["last_compaction_seconds"] > 0
 
     history = run(config, "history", "--table", "public_items", "--json")  # read from the manifests: no JVM
     assert history.returncode == 0, history.stderr

@@ -222,6 +222,8 @@ class Landing:
                 report.rows_out[landed.table] = report.rows_out.get(landed.table, 0) + count
                 quarantine.append((landed.table, landed.rejected))
         report.quarantined = self._write_quarantine(quarantine, batch)
+        # lines that are no event at all (quarantined as of no table) came in too: in = out + quarantined + skipped
+        report.events_in += report.quarantined.get(UNPLACED, 0)
         for table, count in sorted(report.rows_out.items()):
             say(f"  {self.config.database}.{table}: {count} rows landed in batch {batch} (hour {hour})")
         for table, count in sorted(report.quarantined.items()):

@@ -14,6 +14,7 @@ from lakecompact.storage import exclusive_lock
 from lakecompact.compaction.manifest import Manifests
 from lakecompact.errors import LockHeld, RollbackError
 from lakecompact.views.history import history
+from lakecompact.views.status import status
 from tests.support.crash import Crash, crash_once, nth
 from tests.support.debezium import INT, TEXT, Topic
 
@@ -190,6 +191,9 @@ def test_rollback_goes_back_one_version_and_the_next_compaction_redoes_it(lake):
     assert lake.view(T) == as_rows(V2)  # unchanged: base v1 + pending batch 2
     feed = f"SELECT DISTINCT __version FROM `{lake.database}`.`{T}_changes`"
     assert lake.rows(feed) == [{"__version": 1}]  # the rolled-back version's changes are gone from the feed
+    [row] = status(None, lake.config)  # from the files alone
+    assert (row["base_version"], row["base_rows"], row["live_rows"]) == (1, 6, 6)
+    assert (row["pending_batches"], row["pending_events"], row["change_feed_versions"]) == (1, 4, [1])
 
     [report] = lake.compact()
     assert report.version == 2

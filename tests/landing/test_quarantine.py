@@ -54,6 +54,8 @@ def test_bad_events_are_quarantined_with_reasons_and_the_rest_lands(lake, capsys
     assert report.rows_out == {TABLE: 4}  # c1, c2, c8, d2
     assert report.quarantined == {TABLE: 4, "_unknown": 3}
     assert report.skipped == 1
+    # every line is counted once: landed, quarantined or skipped
+    assert report.events_in == len(lines) == 4 + 7 + 1
     assert lake.view(TABLE) == [{"id": 1, "name": "one", "qty": 1}, {"id": 8, "name": "eight", "qty": 8}]
 
     stored = sorted(quarantined(lake, TABLE), key=lambda r: int(r["__origin"].rsplit(":", 1)[1]))
