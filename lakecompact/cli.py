@@ -61,9 +61,12 @@ def _tables(args: argparse.Namespace) -> list[str] | None:
 
 
 def _land(args, context: Context) -> None:
-    from lakecompact.landing.land import land
+    from lakecompact.landing.land import dry_run, land
 
-    land(context.spark, context.config)
+    if args.dry_run:
+        dry_run(context.spark, context.config)
+    else:
+        land(context.spark, context.config)
 
 
 def _requeue(args, context: Context) -> None:
@@ -185,6 +188,12 @@ def _some_tables(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--table", action="append", help="only this table (repeatable); default: every table")
 
 
+def _land_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dry-run", action="store_true",
+                        help="say what would land, per topic and table (events, Kafka tombstones, new tables); "
+                             "write nothing")
+
+
 def _rollback_arguments(parser: argparse.ArgumentParser) -> None:
     _one_table(parser)
     parser.add_argument("--to-version", type=_non_negative, metavar="N",
@@ -243,7 +252,8 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("land", "land every available event as one increment batch per table, then exit", _land),
+    Command("land", "land every available event as one increment batch per table, then exit", _land,
+            _land_arguments),
     Command("requeue", "land a table's quarantined events again, once their cause is fixed (what fails again stays)",
             _requeue, _one_table),
     Command("compact", "fold pending increments into a new base version", _compact, _some_tables),

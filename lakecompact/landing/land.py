@@ -127,16 +127,56 @@ class Landing:
         )
         return report
 
+    def dry_run(self) -> list[dict]:
+        """What `land` would land now, per topic, without writing anything (no intent, table, file or offset):
+        {topic, table, new_table, events, tombstones}, and a row of topic None for lines that are no event."""
+        started = time.monotonic()
+        _, state = self.state.latest()
+        state = state or {"batch": 0, "files": {}, "kafka": {}}
+        intent = self._pending_intent_of(state) or self._plan(state)
+        if intent is None:
+            say(f"land --dry-run: nothing new to land ({seconds_since(started)})")
+            return []
+        raw = self._read(intent).persist()
+        groups = self._groups(decode.split_message(raw.where(F.col("__line_reason").isNull())))
+        by_topic: dict[str, list[Row]] = {}
+        for group in groups:
+            by_topic.setdefault(group.topic, []).append(group)
+        rows = []
+        for topic, topic_groups in sorted(by_topic.items()):
+            table = table_for_topic(topic, self.config)
+            rows.append({
+                "topic": topic, "table": table, "new_table": self.catalog.schema(table) is None,
+                "events": sum(g.events for g in topic_groups),
+                "tombstones": sum(g.events - g.values for g in topic_groups),
+            })
+        not_events = raw.where(F.col("__line_reason").isNotNull()).count()
+        raw.unpersist()
+        if not_events:
+            rows.append({"topic": None, "table": UNPLACED, "new_table": False, "events": not_events, "tombstones": 0})
+        for row in rows:
+            table = f"{self.config.database}.{row['table']}" + (" (a new table)" if row["new_table"] else "")
+            source = (f"{row['events']} lines that are no event (quarantined)" if row["topic"] is None
+                      else f"{row['topic']}: {row['events']} events ({row['tombstones']} Kafka tombstones)")
+            say(f"  {table} <- {source}")
+        say(f"land --dry-run: batch {intent['batch']} would read {sum(r['events'] for r in rows)} events; "
+            f"nothing written, in {seconds_since(started)}")
+        return rows
+
     # -- the batch's input -----------------------------------------------------------------------
     def _pending_intent(self, state: dict) -> dict | None:
+        intent = self._pending_intent_of(state)
+        if intent is None and self.storage.exists(self.intent_path):  # committed; only its clean-up was lost
+            self._release_requeued(self.storage.read_json(self.intent_path))
+            self.storage.delete(self.intent_path)
+        return intent
+
+    def _pending_intent_of(self, state: dict) -> dict | None:
+        """The intent of a batch that was interrupted (to be landed again as it is), or None."""
         if not self.storage.exists(self.intent_path):
             return None
         intent = self.storage.read_json(self.intent_path)
-        if intent["batch"] <= state["batch"]:  # committed; only the clean-up after it was lost
-            self._release_requeued(intent)
-            self.storage.delete(self.intent_path)
-            return None
-        return intent
+        return intent if intent["batch"] > state["batch"] else None
 
     @staticmethod
     def _new_intent(state: dict) -> dict:
@@ -487,3 +527,7 @@ def _union(frames: list[DataFrame]) -> DataFrame:
 
 def land(spark: SparkSession, config: Config, requeue: str | None = None) -> LandReport:
     return Landing(spark, config).run(requeue)
+
+
+def dry_run(spark: SparkSession, config: Config) -> list[dict]:
+    return Landing(spark, config).dry_run()

@@ -8,6 +8,7 @@ import pytest
 
 from lakecompact.catalog import Catalog
 from lakecompact.errors import UnknownTable
+from lakecompact.landing.land import dry_run
 from lakecompact.views.quarantine import print_quarantine, quarantine
 from lakecompact.views.status import status
 from tests.support.debezium import INT, TEXT, Topic
@@ -48,6 +49,14 @@ def test_bad_events_are_quarantined_with_reasons_and_the_rest_lands(lake, capsys
     lines[6] = truncated  # half a line in the middle of the file, followed by whole lines
     lines[8] = pg.line(lines[7]["key"], "this message is not JSON")
     path = lake.write(lines)
+
+    # what would land, and nothing written: no table, no state, no intent
+    preview = dry_run(lake.spark, lake.config)
+    assert [(p["topic"], p["table"], p["new_table"], p["events"], p["tombstones"]) for p in preview] == [
+        ("pg.public.items", TABLE, True, 9, 1), (None, "_unknown", False, 3, 0),
+    ]
+    assert not (lake.tmp / "warehouse" / lake.database / TABLE).exists()
+    assert not list((lake.tmp / "warehouse" / lake.database / "_state").rglob("*.json"))
 
     report = lake.land()
 
