@@ -13,7 +13,7 @@ from lakecompact.catalog import Catalog
 from lakecompact.config import Config
 from lakecompact.errors import InputFileError, LakecompactError
 from lakecompact.naming import table_for_topic
-from lakecompact.report import say
+from lakecompact.report import say, warn
 from lakecompact.schema import apply, avro, evolution
 from lakecompact.schema.connect import row_fields
 from lakecompact.schema.model import TableSchema
@@ -69,6 +69,9 @@ def run(spark, config: Config, *, avsc: str | None, key_avsc: str | None, table:
             raise LakecompactError("schema --avsc: expected --table NAME for the table the schema describes")
         value = _read_avsc("--avsc", avsc)
         key_schema = _read_avsc("--key-avsc", key_avsc) if key_avsc else None
+        if key_schema is None and config.table(table.lower()).key is None:
+            warn(f"schema {table}: no --key-avsc and no tables.{table.lower()}.key: the table has no key, so it is "
+                 "append-only (every event a new row, deletes and updates do not replace rows)")
         schemas = [from_avro(value, key_schema, table=table.lower(), topic=topic or table, key=config.table(table.lower()).key)]
     else:
         if config.registry is None:

@@ -230,3 +230,12 @@ def test_a_source_column_named_like_a_meta_column_is_refused_by_name():
     row["fields"].append({"name": "__version", "type": ["null", "long"], "default": None})
     with pytest.raises(SchemaError, match="source column '__version' starts with __"):
         from_avro(value, None, table=POSTGRES.table, topic=POSTGRES.topic)
+
+
+def test_a_schema_without_a_key_warns_that_the_table_is_append_only(envelope, capsys):
+    code = cli.main(["schema", "--avsc", str(envelope.value), "--table", envelope.table, "--dry-run"])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert f"-- lake.{envelope.table}: key none (append-only)" in captured.out
+    assert captured.err.startswith(f"warning: schema {envelope.table}: no --key-avsc and no tables.{envelope.table}.key:")
+    assert "append-only" in captured.err
