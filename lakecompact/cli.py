@@ -50,6 +50,7 @@ class Command:
     name: str
     help: str
     run: Callable[[argparse.Namespace, Context], None]
+    example: str
     arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None
 
 
@@ -251,26 +252,36 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warehouse", help="where the demo lake goes (default: ./.demo/warehouse, emptied first)")
 
 
+WITH_CONFIG = "lakecompact --config lake.toml"  # how the examples start
 COMMANDS: tuple[Command, ...] = (
     Command("land", "land every available event as one increment batch per table, then exit", _land,
-            _land_arguments),
+            f"{WITH_CONFIG} land --dry-run", _land_arguments),
     Command("requeue", "land a table's quarantined events again, once their cause is fixed (what fails again stays)",
-            _requeue, _one_table),
-    Command("compact", "fold pending increments into a new base version", _compact, _some_tables),
+            _requeue, f"{WITH_CONFIG} requeue --table public_customers", _one_table),
+    Command("compact", "fold pending increments into a new base version", _compact,
+            f"{WITH_CONFIG} compact --table public_customers", _some_tables),
     Command("rollback", "go back one base version (or to --to-version N); its increments become pending again",
-            _rollback, _rollback_arguments),
+            _rollback, f"{WITH_CONFIG} rollback --table public_customers --to-version 3", _rollback_arguments),
     Command("history", "every base version of a table: when, events in, rows written and live, buckets rewritten, "
-            "time taken, change-feed version", _history, _history_arguments),
-    Command("sql", "run a query; rows are printed as JSON lines", _sql, _sql_arguments),
-    Command("status", "per table: base version, rows, pending batches, quarantine", _status, _status_arguments),
+            "time taken, change-feed version", _history, f"{WITH_CONFIG} history --table public_customers --json",
+            _history_arguments),
+    Command("sql", "run a query; rows are printed as JSON lines", _sql,
+            f"{WITH_CONFIG} sql \"SELECT count(*) FROM lake.public_customers WHERE NOT __deleted\"", _sql_arguments),
+    Command("status", "per table: base version, rows, pending batches and events, quarantine, change-feed versions, "
+            "last compaction (files only: no JVM on a local warehouse)", _status, f"{WITH_CONFIG} status --json",
+            _status_arguments),
     Command("quarantine", "per table, why events were quarantined (reasons, counts, sample events)", _quarantine,
-            _quarantine_arguments),
-    Command("changes", "the change feed of a table between two base versions", _changes, _changes_arguments),
-    Command("schema", "create or evolve tables from the registry's schemas (or print the DDL)", _schema, _schema_arguments),
-    Command("views", "print each table's read view in another engine's SQL dialect", _views, _views_arguments),
-    Command("demo", "land, compact and query the events shipped in examples/", _demo, _demo_arguments),
+            f"{WITH_CONFIG} quarantine --table public_customers --show 5", _quarantine_arguments),
+    Command("changes", "the change feed of a table between two base versions", _changes,
+            f"{WITH_CONFIG} changes --table public_customers --from-version 3 --to-version 5", _changes_arguments),
+    Command("schema", "create or evolve tables from the registry's schemas (or print the DDL)", _schema,
+            "lakecompact schema --avsc value.avsc --key-avsc key.avsc --table customers --dry-run", _schema_arguments),
+    Command("views", "print each table's read view in another engine's SQL dialect", _views,
+            f"{WITH_CONFIG} views --dialect trino --table public_customers", _views_arguments),
+    Command("demo", "land, compact and query the events shipped in examples/", _demo,
+            "lakecompact demo --warehouse /tmp/demo", _demo_arguments),
     Command("class-archive", "build the JVM class archive that makes every command start seconds sooner "
-            "(once per JDK and Spark; scripts/setup.sh runs it)", _class_archive),
+            "(once per JDK and Spark; scripts/setup.sh runs it)", _class_archive, "lakecompact class-archive"),
 )
 
 
@@ -284,7 +295,10 @@ def _parser() -> argparse.ArgumentParser:
                              "instead of waiting for it")
     commands = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
-        command.arguments(commands.add_parser(command.name, help=command.help, description=command.help))
+        command.arguments(commands.add_parser(
+            command.name, help=command.help, description=command.help, epilog=f"example:\n  {command.example}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        ))
     return parser
 
 

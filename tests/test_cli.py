@@ -4,6 +4,7 @@ JVM, so one history checks both)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -11,6 +12,8 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+
+from lakecompact.cli import COMMANDS, _parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,3 +66,18 @@ def test_bad_config_exits_non_zero_naming_the_key(tmp_path, extra, section, key,
     assert message.startswith("lakecompact: error:"), result.stderr
     assert key in message and expected in message, message
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command", [c.name for c in COMMANDS])
+def test_every_command_explains_itself_its_options_and_an_example(command, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    assert exited.value.code == 0
+    spec = next(c for c in COMMANDS if c.name == command)
+    assert " ".join(spec.help.split()) in " ".join(out.split())  # argparse wraps lines
+    assert out.split("example:\n", 1)[1].strip() == spec.example
+    assert spec.example.startswith("lakecompact ") and f" {command}" in spec.example
+    [subcommands] = [a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    options = [a for a in subcommands.choices[command]._actions if a.option_strings and a.dest != "help"]
+    assert all(a.help for a in options), [a.dest for a in options if not a.help]
