@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import IntegerType, StructType
 
 from lakecompact import crashpoints, sql
 from lakecompact.catalog import VERSION_PROPERTY, Catalog, TablePaths
@@ -206,7 +206,8 @@ class Compactor:
         metrics = write_counted(
             rows,
             lambda frame: frame.repartition(max(len(plan.target), 1), "__bucket").write.partitionBy("__bucket").parquet(location),
-            lambda: self.spark.read.schema(self._base_schema()).parquet(location),
+            # read back only when the optimizer proved the rows empty (then there is no __bucket folder to find)
+            lambda: self.spark.read.schema(self._base_schema().add("__bucket", IntegerType())).parquet(location),
             **counts,
         )
         for b in plan.target:
