@@ -81,11 +81,12 @@ def print_status(rows: list[dict[str, Any]]) -> None:
 def _increments(catalog: Catalog, paths: TablePaths) -> list[tuple[tuple[str, int], str]]:
     """((hour, batch), folder) of the increment folders on disk."""
     found = []
-    for hour_dir in catalog.storage.list_names(paths.increments):
+    for hour_dir in (n for n in catalog.storage.list_names(paths.increments) if n.startswith("hour=")):
         hour = hour_dir.removeprefix("hour=")
         for batch_dir in catalog.storage.list_names(f"{paths.increments}/{hour_dir}"):
-            batch = int(batch_dir.removeprefix("batch="))
-            found.append(((hour, batch), paths.increment(hour, batch)))
+            if batch_dir.startswith("batch="):
+                batch = int(batch_dir.removeprefix("batch="))
+                found.append(((hour, batch), paths.increment(hour, batch)))
     return found
 
 
