@@ -14,5 +14,10 @@ def warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr, flush=True)
 
 
+def shown(value: object) -> str:
+    """A count or time, or `?` where it is unknown (not recorded by the lakecompact version that wrote it)."""
+    return "?" if value is None else str(value)
+
+
 def seconds_since(started: float) -> str:
     return f"{time.monotonic() - started:.1f}s"

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
-
 from collections.abc import Callable
+from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 

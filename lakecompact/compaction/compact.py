@@ -21,7 +21,7 @@ from pyspark.sql.types import IntegerType, StructType
 from lakecompact import crashpoints, sql
 from lakecompact.catalog import VERSION_PROPERTY, Catalog, TablePaths
 from lakecompact.compaction import changes
-from lakecompact.compaction.manifest import Manifest, Manifests
+from lakecompact.compaction.manifest import MARKER_BUCKET, Manifest, Manifests
 from lakecompact.config import Config
 from lakecompact.errors import LockHeld, RollbackError
 from lakecompact.identifiers import column_list
@@ -34,7 +34,6 @@ from lakecompact.storage import exclusive_lock
 
 __all__ = ["VERSION_PROPERTY", "CompactReport", "Compactor", "compact", "rollback"]
 
-MARKER_BUCKET = -1  # the truncate marker's bucket: read by every compaction and by the view
 
 
 @dataclass(frozen=True)

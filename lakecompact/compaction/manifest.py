@@ -12,8 +12,8 @@ from typing import Any
 
 from lakecompact.storage import Storage, VersionedState
 
-
 EXPIRED, ROLLED_BACK = "expired", "rolled-back"  # folders beside the manifests, for `history`
+MARKER_BUCKET = -1  # the truncate marker's bucket: read by every compaction and by the view
 
 
 @dataclass(frozen=True)

@@ -139,11 +139,8 @@ class Landing:
             return []
         raw = self._read(intent).persist()
         groups = self._groups(decode.split_message(raw.where(F.col("__line_reason").isNull())))
-        by_topic: dict[str, list[Row]] = {}
-        for group in groups:
-            by_topic.setdefault(group.topic, []).append(group)
         rows = []
-        for topic, topic_groups in sorted(by_topic.items()):
+        for topic, topic_groups in _by_topic(groups):
             table = table_for_topic(topic, self.config)
             rows.append({
                 "topic": topic, "table": table, "new_table": self.catalog.schema(table) is None,
@@ -245,10 +242,7 @@ class Landing:
         groups = self._groups(messages)
         report = LandReport(batch=batch, events_in=sum(g.events for g in groups))
         quarantine: list[tuple[str | None, DataFrame]] = [(None, self._line_quarantine(raw))]
-        by_topic: dict[str, list[Row]] = {}
-        for group in groups:
-            by_topic.setdefault(group.topic, []).append(group)
-        for topic, topic_groups in sorted(by_topic.items()):
+        for topic, topic_groups in _by_topic(groups):
             landed = self._land_topic(topic, topic_groups, messages, intent)
             tombstones = sum(g.events - g.values for g in topic_groups)  # Kafka tombstones
             if landed is None and "requeue" in intent:  # what is not landed stays in quarantine
@@ -505,6 +499,14 @@ class Landing:
                 quarantined[name] = counts[f"table{n}"]
         self.storage.delete(staging)
         return quarantined
+
+
+def _by_topic(groups: list[Row]) -> list[tuple[str, list[Row]]]:
+    """A batch's (topic, value schema) groups, by topic, in topic order."""
+    by_topic: dict[str, list[Row]] = {}
+    for group in groups:
+        by_topic.setdefault(group.topic, []).append(group)
+    return sorted(by_topic.items())
 
 
 def _same_schema(group: Row):

@@ -12,8 +12,9 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from lakecompact.catalog import Catalog
-from lakecompact.compaction.manifest import Manifests
+from lakecompact.compaction.manifest import MARKER_BUCKET, Manifests
 from lakecompact.config import Config
+from lakecompact.report import shown
 
 
 def history(spark: SparkSession | None, config: Config, table: str) -> list[dict[str, Any]]:
@@ -36,7 +37,7 @@ def history(spark: SparkSession | None, config: Config, table: str) -> list[dict
             "batches": len(manifest.consumed),
             "events_in": stats.get("events_in"),
             "rows_written": stats.get("rows_written"),
-            "buckets_rewritten": len([b for b in stats.get("buckets_rewritten", []) if b >= 0]),  # not the marker's
+            "buckets_rewritten": len([b for b in stats.get("buckets_rewritten", []) if b != MARKER_BUCKET]),
             "rows": stats.get("rows"),
             "live_rows": stats.get("live_rows"),
             "seconds": stats.get("seconds"),
@@ -49,9 +50,6 @@ def print_history(table: str, rows: list[dict[str, Any]], out=sys.stdout) -> Non
     if not rows:
         print(f"{table}: no base version yet (nothing compacted)", file=out)
         return
-
-    def shown(value: Any) -> str:
-        return "?" if value is None else str(value)  # recorded only by newer versions of lakecompact
 
     for row in rows:
         feed = f"change feed v{row['change_feed']}" if row["change_feed"] is not None else "no change feed"

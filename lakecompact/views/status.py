@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 from lakecompact.catalog import UNPLACED, Catalog, TablePaths
 from lakecompact.compaction.manifest import Manifests
 from lakecompact.config import Config
-from lakecompact.report import say
+from lakecompact.report import say, shown
 from lakecompact.storage import VersionedState, folder_stats
 
 
@@ -30,8 +30,9 @@ def status(spark: SparkSession | None, config: Config) -> list[dict[str, Any]]:
     for table in catalog.tables():
         schema = catalog.require(table)
         paths = catalog.paths(table)
-        versions = Manifests(catalog.storage, f"{paths.state}/manifests")
-        current = versions.read(versions.versions()[-1]) if versions.versions() else None
+        manifests = Manifests(catalog.storage, f"{paths.state}/manifests")
+        latest = manifests.latest(0)
+        current = latest if latest.version else None  # version 0: never compacted
         stats = current.stats if current else {}
         consumed = set(current.consumed) if current else set()
         pending = [
@@ -68,12 +69,12 @@ def print_status(rows: list[dict[str, Any]]) -> None:
             say(f"{row['table']}: {row['quarantined']} quarantined events")
             continue
         feed = ", ".join(f"v{v}" for v in row["change_feed_versions"]) or "none"
-        compacted = (f"last compaction {row['last_compaction']} ({_shown(row['last_compaction_seconds'])}s)"
+        compacted = (f"last compaction {row['last_compaction']} ({shown(row['last_compaction_seconds'])}s)"
                      if row["last_compaction"] else "never compacted")
         say(
-            f"{row['table']}: base v{row['base_version']}, {_shown(row['base_rows'])} base rows "
-            f"({_shown(row['live_rows'])} live), {row['pending_batches']} pending batch(es) with "
-            f"{_shown(row['pending_events'])} events, {_shown(row['quarantined'])} quarantined, "
+            f"{row['table']}: base v{row['base_version']}, {shown(row['base_rows'])} base rows "
+            f"({shown(row['live_rows'])} live), {row['pending_batches']} pending batch(es) with "
+            f"{shown(row['pending_events'])} events, {shown(row['quarantined'])} quarantined, "
             f"change feed {feed}, {compacted}, last source change {row['last_source_ts'] or '-'}"
         )
 
@@ -107,10 +108,6 @@ def _quarantined(catalog: Catalog, root: str) -> int | None:
 def _feed_versions(catalog: Catalog, paths: TablePaths) -> list[int]:
     names = catalog.storage.list_names(paths.changes_root)
     return sorted(int(name[2:]) for name in names if name.startswith("v="))
-
-
-def _shown(value: Any) -> str:
-    return "?" if value is None else str(value)
 
 
 def _iso(ts_ms: int | None) -> str | None:
