@@ -55,8 +55,12 @@ class TablePaths:
     def increment(self, hour: str, batch: int) -> str:
         return f"{self.increments}/hour={hour}/batch={batch}"
 
+    @property
+    def archive(self) -> str:
+        return f"{self.root}/archive"
+
     def archived(self, hour: str, batch: int) -> str:
-        return f"{self.root}/archive/hour={hour}/batch={batch}"
+        return f"{self.archive}/hour={hour}/batch={batch}"
 
     @property
     def changes_root(self) -> str:

@@ -62,12 +62,23 @@ def _tables(args: argparse.Namespace) -> list[str] | None:
 
 
 def _land(args, context: Context) -> None:
-    from lakecompact.landing.land import dry_run, land
+    from lakecompact.landing.land import check_one_table_landing, dry_run, land
 
+    table = args.table.lower() if args.table else None
+    if table:
+        check_one_table_landing(context.config)  # before a JVM starts
     if args.dry_run:
-        dry_run(context.spark, context.config)
+        dry_run(context.spark, context.config, table)
     else:
-        land(context.spark, context.config)
+        land(context.spark, context.config, table=table)
+
+
+def _run(args, context: Context) -> None:
+    from lakecompact.service.loop import run
+    from lakecompact.spark import create_session
+
+    spark = create_session(context.config, wait=not args.no_wait, verbose=args.verbose, scheduler_pools=True)
+    run(spark, context.config, debug=args.debug)
 
 
 def _requeue(args, context: Context) -> None:
@@ -115,6 +126,15 @@ def _status(args, context: Context) -> None:
             print(json.dumps(row))
     else:
         print_status(rows)
+
+
+def _report(args, context: Context) -> None:
+    try:
+        from lakecompact.views.html_report import write_report
+    except ImportError as missing:
+        raise LakecompactError(f"report: expected matplotlib for the charts ({missing}); "
+                               "pip install 'lakecompact[report]'") from None
+    write_report(context.files_only(), lambda: context.spark, context.config, args.out, _tables(args))
 
 
 def _quarantine(args, context: Context) -> None:
@@ -190,6 +210,8 @@ def _some_tables(parser: argparse.ArgumentParser) -> None:
 
 
 def _land_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--table", help="only the events of this table's topics (Kafka source; the other topics "
+                                        "keep their positions for a later land); default: every table")
     parser.add_argument("--dry-run", action="store_true",
                         help="say what would land, per topic and table (events, Kafka tombstones, new tables); "
                              "write nothing")
@@ -219,6 +241,11 @@ def _quarantine_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--show", type=_non_negative, default=3, metavar="N",
                         help="sample events shown per reason (default 3)")
     parser.add_argument("--json", action="store_true", help="one JSON object per table and reason")
+
+
+def _report_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", default="report.html", help="the HTML file to write (default report.html)")
+    _some_tables(parser)
 
 
 def _non_negative(text: str) -> int:
@@ -256,6 +283,9 @@ WITH_CONFIG = "lakecompact --config lake.toml"  # how the examples start
 COMMANDS: tuple[Command, ...] = (
     Command("land", "land every available event as one increment batch per table, then exit", _land,
             f"{WITH_CONFIG} land --dry-run", _land_arguments),
+    Command("run", "stay up: land every [run] interval_seconds and compact each table when its [run] trigger "
+            "holds, in one Spark session; serves Prometheus metrics and writes a JSON status file; SIGTERM or "
+            "Ctrl-C stops after the current step", _run, f"{WITH_CONFIG} run"),
     Command("requeue", "land a table's quarantined events again, once their cause is fixed (what fails again stays)",
             _requeue, f"{WITH_CONFIG} requeue --table public_customers", _one_table),
     Command("compact", "fold pending increments into a new base version", _compact,
@@ -272,6 +302,9 @@ COMMANDS: tuple[Command, ...] = (
             _status_arguments),
     Command("quarantine", "per table, why events were quarantined (reasons, counts, sample events)", _quarantine,
             f"{WITH_CONFIG} quarantine --table public_customers --show 5", _quarantine_arguments),
+    Command("report", "one self-contained HTML page: per table its state, compaction time and rows per version, "
+            "pending events and source lag over time, quarantine reasons (Spark starts only to read quarantine "
+            "reasons)", _report, f"{WITH_CONFIG} report --out /tmp/lake-report.html", _report_arguments),
     Command("changes", "the change feed of a table between two base versions", _changes,
             f"{WITH_CONFIG} changes --table public_customers --from-version 3 --to-version 5", _changes_arguments),
     Command("schema", "create or evolve tables from the registry's schemas (or print the DDL)", _schema,

@@ -36,6 +36,7 @@ SUBJECT_STRATEGIES = {
     "topic_record": "{topic}-{record}",  # TopicRecordNameStrategy
 }
 _SUBJECT_PLACEHOLDERS = ("topic", "kind", "record")
+RUN_TRIGGERS = ("compact_after_batches", "compact_after_events", "compact_after_seconds", "compact_every_seconds")
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,22 @@ class SparkConfig:
 
 
 @dataclass(frozen=True)
+class RunConfig:
+    """`lakecompact run`: land every `interval_seconds`, and compact a table as soon as one of its triggers
+    holds (a trigger set to 0 is off). Metrics are served on `metrics_host:metrics_port` (port 0: not served)."""
+
+    interval_seconds: float = 60.0
+    compact_after_batches: int = 12  # pending batches
+    compact_after_events: int = 1_000_000  # pending events
+    compact_after_seconds: float = 3600.0  # age of the oldest pending batch
+    compact_every_seconds: float = 0.0  # a fixed schedule: this long after the table's last compaction
+    parallel_compactions: int = 2
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = 9464
+    status_file: str = ""  # default: <warehouse>/<database>/_state/run-status.json on a local warehouse
+
+
+@dataclass(frozen=True)
 class Config:
     warehouse: str
     database: str = "lake"
@@ -166,6 +183,7 @@ class Config:
     tables: dict[str, TableConfig] = field(default_factory=dict)
     registry: RegistryConfig | None = None
     hooks: tuple[HookConfig, ...] = ()
+    run: RunConfig = field(default_factory=RunConfig)
 
     def table(self, name: str) -> TableConfig:
         return self.tables.get(name, self.defaults)
@@ -344,6 +362,17 @@ def _check(section: Any, where: str) -> None:
                 re.compile(section.regexp)
             except re.error as exc:
                 raise ConfigError(f"{at}regexp", "a valid regular expression", section.regexp, hint=str(exc)) from None
+    elif isinstance(section, RunConfig):
+        _require(section.interval_seconds > 0, f"{at}interval_seconds", "a number of seconds > 0", section.interval_seconds)
+        for name in RUN_TRIGGERS:
+            _require(getattr(section, name) >= 0, f"{at}{name}", "a number >= 0 (0: this trigger is off)", getattr(section, name))
+        _require(any(getattr(section, name) for name in RUN_TRIGGERS), f"{at}compact_after_batches",
+                 f"at least one trigger above 0 ({', '.join(RUN_TRIGGERS)}): otherwise nothing is ever compacted")
+        _require(section.parallel_compactions >= 1, f"{at}parallel_compactions", "a whole number of at least 1",
+                 section.parallel_compactions)
+        _require(0 <= section.metrics_port <= 65535, f"{at}metrics_port", "a TCP port (0: no metrics endpoint)",
+                 section.metrics_port)
+        _require(bool(section.metrics_host), f"{at}metrics_host", "a host name or address to listen on")
     elif isinstance(section, Config):
         _require(bool(section.warehouse), "warehouse", "a path or URI for the lake's root")
         _require("://" in section.warehouse or section.warehouse.startswith("/"),
@@ -352,6 +381,7 @@ def _check(section: Any, where: str) -> None:
         _check(section.source, "source")
         _check(section.naming, "naming")
         _check(section.defaults, "defaults")
+        _check(section.run, "run")
         for name, table in section.tables.items():
             _check(table, f"tables.{name}")
     else:

@@ -19,5 +19,10 @@ def shown(value: object) -> str:
     return "?" if value is None else str(value)
 
 
+def plain(number: float) -> str:
+    """A number as people write it: 3600 rather than 3600.0, 37.326 rather than 37.32612."""
+    return str(int(number)) if float(number).is_integer() else str(round(number, 3))
+
+
 def seconds_since(started: float) -> str:
     return f"{time.monotonic() - started:.1f}s"

@@ -4,7 +4,14 @@ and compaction, so that both compute the same latest state per key."""
 from __future__ import annotations
 
 from lakecompact import sql
-from lakecompact.schema.model import BASE_EXTRA, META_COLUMNS, ORDER_TYPE, ORIGINS_TYPE, VISIBLE_META, TableSchema
+from lakecompact.schema.model import (
+    BASE_EXTRA,
+    META_COLUMNS,
+    ORDER_TYPE,
+    ORIGINS_TYPE,
+    VISIBLE_META,
+    TableSchema,
+)
 
 
 def semantics_context(schema: TableSchema, *, base: str, increments: str, live_only: bool, **extra) -> dict:

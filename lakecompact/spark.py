@@ -99,12 +99,14 @@ def embedded_metastore(config: Config) -> Path | None:
 
 
 def create_session(
-    config: Config, *, wait: bool = True, verbose: bool = False, archive_options: tuple[str, ...] = ()
+    config: Config, *, wait: bool = True, verbose: bool = False, archive_options: tuple[str, ...] = (),
+    scheduler_pools: bool = False,
 ) -> SparkSession:
     """Build (or join) the session; under spark-submit the master comes from spark-submit.
 
     On the embedded metastore one process works at a time: a second one waits for the first (or, with
-    wait=False, raises MetastoreBusy) before its JVM touches the metastore.
+    wait=False, raises MetastoreBusy) before its JVM touches the metastore. `scheduler_pools`: jobs of
+    threads in different scheduler pools share the cores fairly (`lakecompact run`).
     """
     metastore_dir = embedded_metastore(config)
     if metastore_dir is not None and SparkSession.getActiveSession() is None:
@@ -115,6 +117,8 @@ def create_session(
     if not os.environ.get("PYSPARK_GATEWAY_PORT"):
         # not launched by spark-submit, whose --master must win when it is
         builder = builder.master(config.spark.master)
+    if scheduler_pools:
+        builder = builder.config("spark.scheduler.mode", "FAIR")  # before session_conf: the user's setting wins
     for key, value in session_conf(config, verbose=verbose, archive_options=archive_options).items():
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()

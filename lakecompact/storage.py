@@ -103,18 +103,19 @@ class LocalFiles:
         return root.startswith("file:") or "://" not in root
 
     @staticmethod
-    def _local(path: str) -> Path:
+    def local_path(path: str) -> Path:
+        """The local path of a file: URI or a plain path."""
         return Path(re.sub(r"^file:(//)?", "", path))
 
     def exists(self, path: str) -> bool:
-        return self._local(path).exists()
+        return self.local_path(path).exists()
 
     def list_names(self, path: str) -> list[str]:
-        folder = self._local(path)
+        folder = self.local_path(path)
         return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
 
     def read_text(self, path: str) -> str:
-        return self._local(path).read_text(encoding="utf-8")
+        return self.local_path(path).read_text(encoding="utf-8")
 
     def read_json(self, path: str) -> Any:
         return json.loads(self.read_text(path))

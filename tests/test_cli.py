@@ -81,3 +81,11 @@ def test_every_command_explains_itself_its_options_and_an_example(command, capsy
     [subcommands] = [a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)]
     options = [a for a in subcommands.choices[command]._actions if a.option_strings and a.dest != "help"]
     assert all(a.help for a in options), [a.dest for a in options if not a.help]
+
+
+def test_landing_one_table_from_files_is_refused_in_one_line_before_a_jvm_starts(tmp_path):
+    result = lakecompact(minimal_config(tmp_path), "land", "--table", "public_items", "--dry-run")
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("lakecompact: error: land --table: the files source lands each file's new lines together")
+    assert 'expected source.kind = "kafka"' in line

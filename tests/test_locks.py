@@ -38,8 +38,7 @@ def test_a_live_or_foreign_holder_is_never_stolen(lake, holder):
     else:
         owner = f"pid 1 on {socket.gethostname()} by root since 2026-01-01 00:00:00Z"  # init: always alive
     storage.write_text(path, owner)
-    with pytest.raises(LockHeld) as caught:
-        with exclusive_lock(storage, path, "table t is being compacted"):
-            pass
+    with pytest.raises(LockHeld) as caught, exclusive_lock(storage, path, "table t is being compacted"):
+        pass
     assert owner in str(caught.value)
     assert storage.read_text(path) == owner

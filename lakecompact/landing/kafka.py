@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -79,12 +80,21 @@ class PartitionBounds:
         return f"{self.topic}:{self.partition}"
 
 
-def plan(spark: SparkSession, source: SourceConfig, landed: dict[str, int]) -> dict[str, dict[str, int]]:
-    """{"topic:partition": {"start": s, "end": e}} for every partition with new events (end exclusive).
+def plan(
+    spark: SparkSession, source: SourceConfig, landed: dict[str, int], wanted: Callable[[str], bool] | None = None
+) -> dict[str, dict[str, int]]:
+    """{"topic:partition": {"start": s, "end": e}} for every partition with new events (end exclusive), of
+    the topics `wanted` accepts (default all).
 
     The brokers are asked for each partition's bounds first; see `ranges` for what is taken of them.
     """
-    return ranges(partition_bounds(spark, source), source, landed)
+    bounds = partition_bounds(spark, source)
+    if wanted is not None:
+        bounds = [b for b in bounds if wanted(b.topic)]
+        if not bounds:
+            raise LakecompactError("land --table: no topic of the source lands in that table; expected a table "
+                                   "that `lakecompact land --dry-run` lists")
+    return ranges(bounds, source, landed)
 
 
 def partition_bounds(spark: SparkSession, source: SourceConfig) -> list[PartitionBounds]:

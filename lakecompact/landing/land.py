@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from lakecompact import crashpoints
 from lakecompact.catalog import DELETE_FORM_PROPERTY, UNPLACED, Catalog
 from lakecompact.config import Config
-from lakecompact.errors import SchemaError
+from lakecompact.errors import LakecompactError, SchemaError
 from lakecompact.landing import decode, files
 from lakecompact.landing.decode import MessageShape
 from lakecompact.naming import base_table, increments_table, table_for_topic
@@ -91,14 +91,18 @@ class Landing:
         self._decoded: list[DataFrame] = []  # persisted for the batch, released at its end
         self._delete_forms: dict[str, str | None] = {}  # table -> DELETE_FORM_PROPERTY as stored, read once a run
 
-    def run(self, requeue: str | None = None) -> LandReport:
-        """Land what is new at the source, or (`requeue`) what that table's quarantine holds; one lander at a time."""
+    def run(self, requeue: str | None = None, *, table: str | None = None, quiet_when_idle: bool = False) -> LandReport:
+        """Land what is new at the source, or (`requeue`) what that table's quarantine holds; one lander at a time.
+        `table`: only what is new on the topics of that table. `quiet_when_idle`: say nothing when nothing is
+        new (`run` lands every few seconds)."""
+        if table:
+            check_one_table_landing(self.config)
         self.catalog.ensure_database()
         lock = f"{self.catalog.root}/_state/land.lock"
         with exclusive_lock(self.storage, lock, f"database {self.config.database} is being landed into"):
-            return self._run(requeue)
+            return self._run(requeue, table, quiet_when_idle)
 
-    def _run(self, requeue: str | None) -> LandReport:
+    def _run(self, requeue: str | None, table: str | None, quiet_when_idle: bool) -> LandReport:
         started = time.monotonic()
         number, state = self.state.latest()
         state = state or {"batch": 0, "files": {}, "kafka": {}}
@@ -106,9 +110,10 @@ class Landing:
         if intent:
             say(f"land: batch {intent['batch']} was interrupted; landing the same input again")
         else:
-            intent = self._plan_requeue(state, requeue) if requeue else self._plan(state)
+            intent = self._plan_requeue(state, requeue) if requeue else self._plan(state, table)
             if intent is None:
-                say(f"land: nothing new to land ({seconds_since(started)})")
+                if not quiet_when_idle:
+                    say(f"land: nothing new to land ({seconds_since(started)})")
                 return LandReport()
             self.storage.write_json(self.intent_path, intent, overwrite=True)
             crashpoints.reached("intent")
@@ -127,13 +132,15 @@ class Landing:
         )
         return report
 
-    def dry_run(self) -> list[dict]:
-        """What `land` would land now, per topic, without writing anything (no intent, table, file or offset):
-        {topic, table, new_table, events, tombstones}, and a row of topic None for lines that are no event."""
+    def dry_run(self, table: str | None = None) -> list[dict]:
+        """What `land` (`--table`) would land now, per topic, without writing anything (no intent, table, file or
+        offset): {topic, table, new_table, events, tombstones}, and a row of topic None for lines that are no event."""
         started = time.monotonic()
+        if table:
+            check_one_table_landing(self.config)
         _, state = self.state.latest()
         state = state or {"batch": 0, "files": {}, "kafka": {}}
-        intent = self._pending_intent_of(state) or self._plan(state)
+        intent = self._pending_intent_of(state) or self._plan(state, table)
         if intent is None:
             say(f"land --dry-run: nothing new to land ({seconds_since(started)})")
             return []
@@ -196,7 +203,7 @@ class Landing:
         for folder in intent.get("requeue", {}).get("folders", []):
             self.storage.delete(folder)
 
-    def _plan(self, state: dict) -> dict | None:
+    def _plan(self, state: dict, table: str | None = None) -> dict | None:
         intent = self._new_intent(state)
         if self.config.source.kind == "files":
             ranges = files.plan(self.spark, self.storage, self.config.source.paths, state["files"])
@@ -205,7 +212,8 @@ class Landing:
             return {**intent, "files": [r.to_json() for r in ranges]}
         from lakecompact.landing import kafka
 
-        offsets = kafka.plan(self.spark, self.config.source, state["kafka"])
+        wanted = None if table is None else (lambda topic: table_for_topic(topic, self.config) == table)
+        offsets = kafka.plan(self.spark, self.config.source, state["kafka"], wanted)
         if not offsets:
             return None
         return {**intent, "kafka": offsets}
@@ -252,7 +260,7 @@ class Landing:
                 report.skipped += tombstones + sum(g.values for g in topic_groups)
             else:
                 report.skipped += 0 if landed.tombstones_kept else tombstones
-                count = self._write_increment(landed.table, landed.rows, batch, hour)
+                count = self._write_increment(landed.table, landed.rows, intent)
                 report.rows_out[landed.table] = report.rows_out.get(landed.table, 0) + count
                 quarantine.append((landed.table, landed.rejected))
         report.quarantined = self._write_quarantine(quarantine, batch)
@@ -434,9 +442,10 @@ class Landing:
         fields = [Field(f.name, strip_wire(f.schema)) for f in fields]
         return apply.evolve(self.catalog, self.config, schema, fields, key)
 
-    def _write_increment(self, table: str, rows: DataFrame | None, batch: int, hour: str) -> int:
+    def _write_increment(self, table: str, rows: DataFrame | None, intent: dict) -> int:
         if rows is None:
             return 0
+        batch, hour = intent["batch"], intent["hour"]
         schema = self.catalog.require(table)
         columns = schema.column_names + [n for n, _ in META_COLUMNS]
         # columns added by a later group of this batch read as null in the earlier ones
@@ -450,7 +459,7 @@ class Landing:
         )
         count = written["rows"]
         if count:
-            self.storage.write_json(folder_stats(location), written, overwrite=True)
+            self.storage.write_json(folder_stats(location), {**written, "landed_at": intent["landed_at"]}, overwrite=True)
         else:
             self.storage.delete(location)
         crashpoints.reached("increments-written")
@@ -527,9 +536,21 @@ def _union(frames: list[DataFrame]) -> DataFrame:
     return result
 
 
-def land(spark: SparkSession, config: Config, requeue: str | None = None) -> LandReport:
-    return Landing(spark, config).run(requeue)
+def land(
+    spark: SparkSession, config: Config, requeue: str | None = None, *, table: str | None = None,
+    quiet_when_idle: bool = False,
+) -> LandReport:
+    return Landing(spark, config).run(requeue, table=table, quiet_when_idle=quiet_when_idle)
 
 
-def dry_run(spark: SparkSession, config: Config) -> list[dict]:
-    return Landing(spark, config).dry_run()
+def check_one_table_landing(config: Config) -> None:
+    """`land --table` needs a position per topic: Kafka's offsets are, a file's line count covers every topic in it."""
+    if config.source.kind != "kafka":
+        raise LakecompactError(
+            "land --table: the files source lands each file's new lines together (a file's position covers every "
+            "topic in it), so one table cannot land alone; expected source.kind = \"kafka\", or land without --table"
+        )
+
+
+def dry_run(spark: SparkSession, config: Config, table: str | None = None) -> list[dict]:
+    return Landing(spark, config).dry_run(table)

@@ -36,10 +36,10 @@ def status(spark: SparkSession | None, config: Config) -> list[dict[str, Any]]:
         stats = current.stats if current else {}
         consumed = set(current.consumed) if current else set()
         pending = [
-            folder for (hour, batch), folder in _increments(catalog, paths)
+            folder for (hour, batch), folder in batch_folders(catalog, paths.increments)
             if batch <= landed_batches and (hour, batch) not in consumed
         ]
-        pending_stats = [_counts(catalog, folder) for folder in pending]
+        pending_stats = [folder_counts(catalog, folder) for folder in pending]
         seen = [stats.get("max_source_ts_ms"), *(s.get("max_source_ts_ms") for s in pending_stats if s)]
         rows.append({
             "table": f"{catalog.database}.{table}",
@@ -53,6 +53,8 @@ def status(spark: SparkSession | None, config: Config) -> list[dict[str, Any]]:
             "change_feed_versions": _feed_versions(catalog, paths),
             "last_compaction": stats.get("created_at"),
             "last_compaction_seconds": stats.get("seconds"),
+            "last_compaction_rows_written": stats.get("rows_written"),
+            "oldest_pending_landed_at": min((s["landed_at"] for s in pending_stats if s and "landed_at" in s), default=None),
             "last_source_ts": _iso(max((t for t in seen if t is not None), default=None)),
         })
     unplaced = _quarantined(catalog, catalog.unplaced_quarantine)
@@ -79,19 +81,19 @@ def print_status(rows: list[dict[str, Any]]) -> None:
         )
 
 
-def _increments(catalog: Catalog, paths: TablePaths) -> list[tuple[tuple[str, int], str]]:
-    """((hour, batch), folder) of the increment folders on disk."""
+def batch_folders(catalog: Catalog, root: str) -> list[tuple[tuple[str, int], str]]:
+    """((hour, batch), folder) of the `hour=H/batch=N` folders under root (increments, or their archive)."""
     found = []
-    for hour_dir in (n for n in catalog.storage.list_names(paths.increments) if n.startswith("hour=")):
+    for hour_dir in (n for n in catalog.storage.list_names(root) if n.startswith("hour=")):
         hour = hour_dir.removeprefix("hour=")
-        for batch_dir in catalog.storage.list_names(f"{paths.increments}/{hour_dir}"):
+        for batch_dir in catalog.storage.list_names(f"{root}/{hour_dir}"):
             if batch_dir.startswith("batch="):
-                batch = int(batch_dir.removeprefix("batch="))
-                found.append(((hour, batch), paths.increment(hour, batch)))
+                found.append(((hour, int(batch_dir.removeprefix("batch="))), f"{root}/{hour_dir}/{batch_dir}"))
     return found
 
 
-def _counts(catalog: Catalog, folder: str) -> dict[str, Any] | None:
+def folder_counts(catalog: Catalog, folder: str) -> dict[str, Any] | None:
+    """The counts file of an increment or quarantine batch folder (None: written before lakecompact kept one)."""
     path = folder_stats(folder)
     return catalog.storage.read_json(path) if catalog.storage.exists(path) else None
 
@@ -102,7 +104,7 @@ def _total(counts: list[dict[str, Any] | None]) -> int | None:
 
 def _quarantined(catalog: Catalog, root: str) -> int | None:
     batches = [f"{root}/{name}" for name in catalog.storage.list_names(root) if name.startswith("batch=")]
-    return _total([_counts(catalog, folder) for folder in batches])
+    return _total([folder_counts(catalog, folder) for folder in batches])
 
 
 def _feed_versions(catalog: Catalog, paths: TablePaths) -> list[int]:

@@ -44,7 +44,7 @@ as_root() {
 pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
 missing=()
-for p in postgresql mariadb-server mariadb-client; do
+for p in postgresql mariadb-server mariadb-client chromium; do  # chromium: the report test opens the page
   pkg_installed "$p" || missing+=("$p")
 done
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
@@ -74,7 +74,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
   done
 else
-  say "apt packages already installed (postgresql, mariadb-server, mariadb-client, java, maven)"
+  say "apt packages already installed (postgresql, mariadb-server, mariadb-client, chromium, java, maven)"
 fi
 
 java_major=$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')

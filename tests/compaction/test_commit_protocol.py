@@ -10,9 +10,9 @@ import pytest
 
 from lakecompact.catalog import Catalog
 from lakecompact.compaction.compact import VERSION_PROPERTY, Compactor
-from lakecompact.storage import exclusive_lock
 from lakecompact.compaction.manifest import Manifests
 from lakecompact.errors import LockHeld, RollbackError
+from lakecompact.storage import exclusive_lock
 from lakecompact.views.history import history
 from lakecompact.views.status import status
 from tests.support.crash import Crash, crash_once, nth

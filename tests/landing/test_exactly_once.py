@@ -179,8 +179,8 @@ def test_a_crashed_requeue_is_finished_by_the_next_land(lake, monkeypatch, crash
 
 def test_a_second_lander_exits_with_a_clear_message(lake):
     """`requeue` by hand beside a scheduled `land` would plan the same batch number: one lander at a time."""
-    from lakecompact.storage import exclusive_lock
     from lakecompact.errors import LockHeld
+    from lakecompact.storage import exclusive_lock
 
     items, _ = topics()
     lake.write([items.event("c", {"id": 1, "name": "n1"}, 101)])

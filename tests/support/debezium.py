@@ -186,5 +186,4 @@ class Topic:
 
 def write_kcat(path, lines: list[dict | str], mode: str = "w") -> None:
     with open(path, mode) as out:
-        for line in lines:
-            out.write((line if isinstance(line, str) else json.dumps(line)) + "\n")
+        out.writelines((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)

@@ -13,8 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from lakecompact.errors import ConfigError
-from lakecompact.schema.hooks import STATE_FILE, HookConfig, HookError, HookResult, fire, payload
 from lakecompact.schema.evolution import Change
+from lakecompact.schema.hooks import STATE_FILE, HookConfig, HookError, HookResult, fire, payload
 
 CHANGE = payload(
     "orders",

@@ -9,9 +9,9 @@ import sqlglot
 from sqlglot import exp
 
 from lakecompact import sql
-from lakecompact.semantics import semantics_context
 from lakecompact.schema.connect import Field
 from lakecompact.schema.model import META_COLUMNS, TableSchema
+from lakecompact.semantics import semantics_context
 
 SCHEMA = TableSchema(
     "orders",

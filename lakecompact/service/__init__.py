@@ -1,0 +1,2 @@
+"""`lakecompact run`: one Spark session that lands on an interval and compacts tables by a policy, watched
+through a Prometheus endpoint and a JSON status file."""

@@ -1,0 +1,181 @@
+"""`lakecompact run` as an operator runs it: one real process lands and compacts two tables on its own while
+event files arrive (late, duplicate and out-of-order events, deletes, TOAST placeholders), watched through its
+Prometheus endpoint (scraped over HTTP, parsed by the Prometheus client's parser) and its status file, and
+stopped by SIGTERM: it exits 0, and every view equals the reference model of the source."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.semantics.reference import expected_view
+from tests.support.debezium import INT, PLACEHOLDER, TEXT, Topic, write_kcat
+from tests.test_cli import ROOT, minimal_config
+from tests.test_cli import lakecompact as command
+
+pytestmark = pytest.mark.spark
+
+TABLES = {"public_alpha": "run.public.alpha", "public_beta": "run.public.beta"}
+DELETE_BEFORE = {"note": "", "qty": 0}  # REPLICA IDENTITY DEFAULT: the key, other columns at their defaults
+
+
+class Source:
+    """One table's changes in source order, the kcat lines that deliver them, and the model's events."""
+
+    def __init__(self, topic: str, rng: random.Random):
+        self.topic = Topic(topic, [("id", INT), ("note", TEXT), ("qty", INT)], ["id"])
+        self.rng = rng
+        self.model: list[dict] = []
+        self.live: set[int] = set()  # keys with a row at the source now
+
+    def change(self, key: int, position: int) -> list[dict]:
+        """One random change of a key at a position (LSN): its line(s), and the change in the model."""
+        if key not in self.live:
+            op, row = "c", {"note": f"n{key}-{position}", "qty": self.rng.randint(0, 9)}
+            self.live.add(key)
+        elif self.rng.random() < 0.25:
+            op, row = "d", DELETE_BEFORE
+            self.live.discard(key)
+        else:  # an update that leaves the TOASTed note unchanged sends the placeholder instead
+            note = PLACEHOLDER if self.rng.random() < 0.4 else f"n{key}-{position}"
+            op, row = "u", {"note": note, "qty": self.rng.randint(0, 9)}
+        self.model.append({"op": op, "id": key, "row": row, "position": position, "arrival": 0})
+        lines = [self.topic.event(op, {"id": key, **row}, position, 1_700_000_000_000 + position)]
+        return lines + ([self.topic.tombstone({"id": key})] if op == "d" else [])
+
+    def redelivered(self, line: dict, same_offset: bool) -> dict:
+        """A line sent again: read again at its offset, or re-sent as a new message (a connector restart)."""
+        if same_offset:
+            return dict(line)
+        return self.topic.line(line["key"], line["payload"])
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def deliver(folder: Path, name: str, lines: list[dict]) -> None:
+    """A whole file appears at once (written aside, then renamed into the source's glob)."""
+    write_kcat(folder / f".{name}.part", lines)
+    os.replace(folder / f".{name}.part", folder / f"{name}.jsonl")
+
+
+def scrape(port: int) -> dict[tuple[str, str], float]:
+    text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    return {(s.name, s.labels.get("table", "")): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def wait_for(condition, what: str, process: subprocess.Popen, timeout: float = 300):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"run exited ({process.returncode}) while waiting for {what}"
+        try:
+            found = condition()
+        except (requests.ConnectionError, KeyError):
+            found = None
+        if found:
+            return found
+        time.sleep(0.5)  # polling the condition, not waiting for it
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def settled(port: int, events_in: int) -> dict | None:
+    """The scrape once every event written so far has landed and no table has anything pending."""
+    scraped = scrape(port)
+    landed = scraped[("lakecompact_land_events_total", "")] == events_in
+    tables = [f"lake.{t}" for t in TABLES]
+    idle = all(scraped[("lakecompact_pending_events", t)] == 0 and scraped[("lakecompact_compacting", t)] == 0
+               and scraped[("lakecompact_base_version", t)] >= 1 for t in tables)
+    return scraped if landed and idle else None
+
+
+def test_run_lands_and_compacts_on_its_own_is_watched_and_stops_on_sigterm(tmp_path):
+    rng = random.Random(20261123)
+    port = free_port()
+    config = minimal_config(tmp_path, (
+        "[run]\ninterval_seconds = 1\ncompact_after_batches = 1\nparallel_compactions = 2\n"
+        f"metrics_port = {port}\n[defaults]\nbuckets = 2\n[spark.conf]\n\"spark.sql.shuffle.partitions\" = \"2\"\n"
+    ))
+    events = tmp_path / "events"
+    events.mkdir()
+    sources = {table: Source(topic, rng) for table, topic in TABLES.items()}
+    positions = iter(range(95, 10_000, 3))  # LSNs that cross 99 -> 101: compared as numbers
+
+    # wave 1: every key inserted and changed; some changes held back, to arrive after later ones were compacted
+    wave1, held_back = [], []
+    for source in sources.values():
+        for key in range(1, 9):
+            changes = [source.change(key, next(positions)) for _ in range(rng.randint(1, 3))]
+            for n, lines in enumerate(changes):
+                (held_back if n < len(changes) - 1 and rng.random() < 0.3 else wave1).extend(lines)
+    rng.shuffle(wave1)
+    # wave 2: more changes, out of order, with the held-back (late) lines and redeliveries of wave 1
+    wave2 = list(held_back)
+    for source in sources.values():
+        for key in range(1, 11):
+            for _ in range(rng.randint(0, 2)):
+                wave2.extend(source.change(key, next(positions)))
+    by_topic = {s.topic.name: s for s in sources.values()}
+    wave2 += [by_topic[line["topic"]].redelivered(line, same_offset=rng.random() < 0.5)
+              for line in rng.sample(wave1, 6)]
+    rng.shuffle(wave2)
+
+    deliver(events, "wave-1", wave1)
+    env = {**os.environ, "LAKECOMPACT_SPARK_LOG_LEVEL": "ERROR"}
+    process = subprocess.Popen([sys.executable, "-m", "lakecompact", "--config", str(config), "run"], cwd=ROOT,
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = wait_for(lambda: settled(port, len(wave1)), "wave 1 landed and compacted", process)
+        assert all(first[("lakecompact_compactions_total", f"lake.{t}")] >= 1 for t in TABLES)
+        status_file = tmp_path / "warehouse" / "lake" / "_state" / "run-status.json"
+        status = json.loads(status_file.read_text())
+        assert status["state"] == "running" and status["pid"] == process.pid
+        assert {t["table"] for t in status["tables"]} == {f"lake.{t}" for t in TABLES}
+
+        deliver(events, "wave-2", wave2)
+        second = wait_for(lambda: settled(port, len(wave1) + len(wave2)), "wave 2 landed and compacted", process)
+        for table in TABLES:
+            assert second[("lakecompact_base_version", f"lake.{table}")] >= 2
+            assert second[("lakecompact_live_rows", f"lake.{table}")] == len(expected_view(sources[table].model))
+            assert second[("lakecompact_source_lag_seconds", f"lake.{table}")] > 0
+        assert second[("lakecompact_land_failures_total", "")] == 0
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    lines = out.splitlines()
+    assert "run: SIGTERM: stopping after the current step" in lines
+    assert lines[-1].startswith("run: stopped after ")
+    # both tables of the first batch were handed to the compaction pool before either finished
+    started = [n for n, line in enumerate(lines) if line.startswith("run: compacting ")]
+    finished = [n for n, line in enumerate(lines) if line.startswith("compact ") and " -> v1:" in line]
+    assert len(started) >= 2 and started[1] < finished[0]
+    assert json.loads(status_file.read_text())["state"] == "stopped"
+
+    # what readers see, through the views, after `run` let go of the metastore
+    query = " UNION ALL ".join(f"SELECT '{t}' AS t, id, note, qty FROM lake.{t}" for t in TABLES)
+    read = command(config, "sql", query)
+    assert read.returncode == 0, read.stderr
+    seen: dict[str, dict] = {t: {} for t in TABLES}
+    for line in read.stdout.splitlines():
+        row = json.loads(line)
+        seen[row.pop("t")][row["id"]] = {"id": row["id"], "note": row.get("note"), "qty": row.get("qty")}
+    for table, source in sources.items():
+        assert seen[table] == expected_view(source.model), table
