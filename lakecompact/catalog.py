@@ -84,6 +84,11 @@ class TablePaths:
     def state(self) -> str:
         return f"{self.root}/_state"
 
+    @property
+    def compaction_lock(self) -> str:
+        """Held while the table is compacted; still there after a compactor was killed."""
+        return f"{self.state}/compact.lock"
+
 
 class Catalog:
     """Metastore statements (rendered from sql_templates/) and the table state kept beside the data."""

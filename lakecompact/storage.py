@@ -8,6 +8,8 @@ import json
 import os
 import re
 import socket
+import time
+import uuid
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -77,12 +79,32 @@ class Storage:
             stream.close()
 
     def write_text(self, path: str, text: str, *, overwrite: bool = False) -> None:
-        """Write a whole small file. With overwrite=False an existing file is an error: the create is exclusive."""
+        """Write a whole small file. With overwrite=True it is written beside its place and renamed into it, so
+        that a reader, or the next run after a crash, finds the old file or the whole new one, never a part.
+        With overwrite=False an existing file is an error: the create is exclusive (lock files; see
+        exclusive_lock for a crash between the create and the write)."""
+        if not overwrite:
+            self._create(path, text, overwrite=False)
+            return
+        parent, name = path.rsplit("/", 1)
+        scratch = f"{parent}/.{name}.{uuid.uuid4().hex}.tmp"  # a leading dot: no reader lists it
+        self._create(scratch, text, overwrite=True)
+        # a local file system replaces the target in one rename; HDFS refuses an existing target
+        if not self._fs.rename(self._path(scratch), self._path(path)):
+            self.delete(path)
+            self.rename(scratch, path)
+
+    def _create(self, path: str, text: str, *, overwrite: bool) -> None:
         stream = self._fs.create(self._path(path), overwrite)
         try:
             stream.write(bytearray(text.encode("utf-8")))
         finally:
             stream.close()
+
+    def age_seconds(self, path: str) -> float:
+        """Seconds since the file was last written."""
+        modified = self._fs.getFileStatus(self._path(path)).getModificationTime() / 1000
+        return max(0.0, time.time() - modified)
 
     def read_json(self, path: str) -> Any:
         return json.loads(self.read_text(path))
@@ -130,7 +152,8 @@ def folder_stats(folder: str) -> str:
 class VersionedState:
     """State kept as write-once numbered files (<n>.json), the highest number being current.
 
-    A file is never rewritten, so a crash leaves either the old or the new state, on any file system.
+    A file is written whole (beside its place, then renamed into it) and then never changed, so a crash leaves
+    either the old or the new state, on any file system.
     """
 
     def __init__(self, storage: Storage, folder: str):
@@ -172,7 +195,7 @@ def exclusive_lock(storage: Storage, path: str, subject: str):
     """
     owner = f"pid {os.getpid()} on {socket.gethostname()} by {getpass.getuser()} since {datetime.now(UTC):%Y-%m-%d %H:%M:%S}Z"
     held_by = _try_lock(storage, path, owner)
-    if held_by is not None and _is_stale(held_by):
+    if held_by is not None and _is_stale(held_by, storage, path):
         warn(f"{path} was left by a process that is gone ({held_by}); taking it over")
         if storage.read_text(path) == held_by:  # nobody took it over meanwhile
             storage.delete(path)
@@ -199,10 +222,16 @@ def _try_lock(storage: Storage, path: str, owner: str) -> str | None:
         return "unknown"
 
 
-def _is_stale(held_by: str) -> bool:
-    """The holder ran on this host and its process is gone."""
+def _is_stale(held_by: str, storage: Storage, path: str) -> bool:
+    """The holder ran on this host and its process is gone; or the lock says no holder at all, long after it
+    was created (its process was killed between creating the file and writing its name in it)."""
     match = _OWNER.match(held_by)
-    if match is None or match["host"] != socket.gethostname():
+    if match is None:
+        try:
+            return held_by != "unknown" and storage.age_seconds(path) > UNWRITTEN_LOCK_SECONDS
+        except Exception:  # noqa: BLE001 - removed meanwhile: try again
+            return True
+    if match["host"] != socket.gethostname():
         return False
     try:
         os.kill(int(match["pid"]), 0)
@@ -213,4 +242,5 @@ def _is_stale(held_by: str) -> bool:
     return False
 
 
+UNWRITTEN_LOCK_SECONDS = 60.0  # a holder writes its name right after creating the file
 _OWNER = re.compile(r"^pid (?P<pid>\d+) on (?P<host>\S+) ")

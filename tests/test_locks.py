@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import getpass
+import os
 import socket
 import subprocess
+import time
 
 import pytest
 
@@ -42,3 +44,31 @@ def test_a_live_or_foreign_holder_is_never_stolen(lake, holder):
         pass
     assert owner in str(caught.value)
     assert storage.read_text(path) == owner
+
+
+@pytest.mark.parametrize("age_seconds, taken_over", [(3600, True), (5, False)])
+def test_an_empty_lock_is_taken_over_only_long_after_it_was_created(lake, capsys, age_seconds, taken_over):
+    """A process killed between creating the lock file and writing its name leaves an empty file: nobody's."""
+    storage = Catalog(lake.spark, lake.config).storage
+    path = f"{lake.tmp}/warehouse/t.lock"
+    storage.write_text(path, "")
+    stamp = time.time() - age_seconds
+    os.utime(path, (stamp, stamp))
+    if taken_over:
+        with exclusive_lock(storage, path, "table t is being compacted"):
+            assert storage.read_text(path).startswith(f"pid {os.getpid()} on ")
+        assert "was left by a process that is gone" in capsys.readouterr().err
+    else:  # its creator may be writing its name right now
+        with pytest.raises(LockHeld), exclusive_lock(storage, path, "table t is being compacted"):
+            pass
+        assert storage.read_text(path) == ""
+
+
+def test_a_state_file_is_replaced_whole_and_leaves_no_scratch_file(lake):
+    storage = Catalog(lake.spark, lake.config).storage
+    folder = lake.tmp / "warehouse" / "state"
+    path = f"{folder}/000000000001.json"
+    storage.write_json(path, {"n": 1}, overwrite=True)
+    storage.write_json(path, {"n": 2}, overwrite=True)
+    assert storage.read_json(path) == {"n": 2}
+    assert sorted(p.name for p in folder.iterdir() if not p.name.endswith(".crc")) == ["000000000001.json"]

@@ -91,7 +91,7 @@ class Compactor:
         self.changes_table = changes_table(table)
 
     def lock(self):
-        return exclusive_lock(self.storage, f"{self.paths.state}/compact.lock", f"table {self.table} is being compacted")
+        return exclusive_lock(self.storage, self.paths.compaction_lock, f"table {self.table} is being compacted")
 
     # -- recovery --------------------------------------------------------------------------------
     def converge(self) -> Manifest:

@@ -504,7 +504,7 @@ class Landing:
             if counts[f"table{n}"]:
                 self.storage.mkdirs(target.rsplit("/", 1)[0])
                 self.storage.rename(f"{staging}/__table={n}", target)
-                self.storage.write_json(folder_stats(target), {"rows": counts[f"table{n}"]})
+                self.storage.write_json(folder_stats(target), {"rows": counts[f"table{n}"]}, overwrite=True)
                 quarantined[name] = counts[f"table{n}"]
         self.storage.delete(staging)
         return quarantined

@@ -20,6 +20,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from lakecompact.catalog import Catalog
 from lakecompact.compaction.compact import compact
 from lakecompact.config import RUN_TRIGGERS, Config
 from lakecompact.errors import LakecompactError, LockHeld
@@ -80,6 +81,7 @@ class Service:
         if self.policy.metrics_port:
             server = metrics.serve(self.policy.metrics_host, self.policy.metrics_port, self.snapshot, time.time)
         say(self._banner())
+        self._finish_interrupted_compactions()
         executor = ThreadPoolExecutor(max_workers=self.policy.parallel_compactions, thread_name_prefix="compact")
         land_failures = 0
         next_land = time.monotonic()
@@ -137,6 +139,15 @@ class Service:
         self.wake.set()
 
     # -- the steps ---------------------------------------------------------------------------------
+
+    def _finish_interrupted_compactions(self) -> None:
+        """A compaction killed half-way left its lock file: finish it now, as `compact` would, before landing.
+        (A land killed half-way is finished by the first land step: it lands the same batch again.)"""
+        catalog = Catalog(None if self._files_only else self.spark, self.config)
+        for table in catalog.tables():
+            if catalog.storage.exists(catalog.paths(table).compaction_lock):
+                say(f"run: {table}: a compaction was interrupted; finishing it")
+                compact(self.spark, self.config, [table], skip_busy=True)
 
     def _land_step(self) -> bool:
         """One land; True unless it failed (a busy lander elsewhere is not a failure)."""

@@ -159,7 +159,7 @@ def test_a_second_compactor_exits_with_a_clear_message(lake):
     lake.write([pg.event("c", {"id": i, "name": n}, 100 + i) for i, n in V1.items()])
     lake.land()
     catalog = Catalog(lake.spark, lake.config)
-    lock_path = f"{catalog.paths(T).state}/compact.lock"
+    lock_path = catalog.paths(T).compaction_lock
     with exclusive_lock(catalog.storage, lock_path, f"table {T} is being compacted"):
         held_by = catalog.storage.read_text(lock_path)
         with pytest.raises(LockHeld) as caught:
