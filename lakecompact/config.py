@@ -134,7 +134,7 @@ class SourceConfig:
     topic_pattern: str = ""
     starting_offsets: Literal["earliest", "latest"] = "earliest"
     max_events_per_batch: int = 0
-    kafka_options: dict[str, str] = field(default_factory=dict)
+    kafka_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets (sasl.jaas.config)
 
 
 @dataclass(frozen=True)
@@ -237,7 +237,12 @@ def _build(cls: type, raw: Any, where: str) -> Any:
         if key not in fields:
             close = difflib.get_close_matches(key, fields, n=1)
             raise ConfigError(path, f"one of the keys {', '.join(fields)}", hint=f"did you mean {close[0]!r}?" if close else "unknown key")
-        values[key] = _coerce(hints[key], value, path)
+        try:
+            values[key] = _coerce(hints[key], value, path)
+        except ConfigError as error:
+            if fields[key].repr:
+                raise
+            raise ConfigError(path, error.expected, hint="the value is a secret: not shown") from None
     missing = [
         name
         for name, f in fields.items()
@@ -324,7 +329,7 @@ def _check(section: Any, where: str) -> None:
             _require(target.startswith(("http://", "https://")), f"{at}target", "an http:// or https:// URL", target)
         headers = section.headers
         _require(isinstance(headers, Mapping) and all(isinstance(v, str) for v in headers.values()),
-                 f"{at}headers", "a table of string values", headers)
+                 f"{at}headers", "a table of string values (the values are secrets: not shown)")
         _require(_is_number(section.timeout_seconds) and section.timeout_seconds > 0,
                  f"{at}timeout_seconds", "a number of seconds > 0", section.timeout_seconds)
         _require(_is_count(section.retries), f"{at}retries", "a whole number >= 0", section.retries)

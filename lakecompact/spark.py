@@ -46,6 +46,9 @@ def session_conf(config: Config, *, verbose: bool = False, archive_options: tupl
         # the metastore's filter parser rejects names starting with _, as our partition columns do;
         # partitions are few (buckets, pending batches), so Spark prunes them itself
         "spark.sql.hive.metastorePartitionPruning": "false",
+        # Spark's own list, and Kafka's SASL settings (source.kafka_options), hidden in its UI, logs and plans
+        "spark.redaction.regex": "(?i)secret|password|token|access[.]key|jaas|sasl",
+        "spark.sql.redaction.options.regex": "(?i)url|jaas|sasl|password|secret|token",
     }
     metastore = config.metastore
     if metastore.uri:
