@@ -134,6 +134,13 @@ class Catalog:
         names = self.storage.list_names(self.root)
         return [n for n in names if not n.startswith("_") and self.storage.exists(f"{self.root}/{n}/_state/schema")]
 
+    def quarantined_only(self) -> list[str]:
+        """Names that have quarantined events but no table (none of their topic's events could land yet)."""
+        names = self.storage.list_names(self.root)
+        tables = set(self.tables())
+        return [n for n in names if not n.startswith("_") and n not in tables
+                and any(b.startswith("batch=") for b in self.storage.list_names(self.paths(n).quarantine))]
+
     def schema(self, table: str) -> TableSchema | None:
         _, raw = self._schema_state(table).latest()
         return TableSchema.from_json(raw) if raw else None

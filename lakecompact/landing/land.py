@@ -300,8 +300,9 @@ class Landing:
         if shapes and all(s.shape is not None and s.shape.kind == "skip" for s in shapes):
             return None
         schema = self.catalog.schema(table) or self._create_table(table, topic, shapes)
-        if schema is None:
-            return TopicRows(table, None, _with_reason(events, NO_SCHEMA), False)
+        if schema is None:  # each group's events with why its schema could not be had
+            rejected = [_with_reason(events.where(_same_schema(s.group)), s.error or NO_SCHEMA) for s in shapes]
+            return TopicRows(table, None, _union(rejected) if rejected else _with_reason(events, NO_SCHEMA), False)
         decoded, rejected = [], []
         for shaped in shapes:
             selected = events.where(_same_schema(shaped.group))

@@ -20,9 +20,9 @@ def quarantine(spark: SparkSession, config: Config, table: str | None = None, sh
     """Per table (`UNPLACED` for events of no table) and reason: events, batches, and the first `show` events."""
     catalog = Catalog(spark, config)
     if table is None:
-        names = [*catalog.tables(), UNPLACED]
-    elif table == UNPLACED:
-        names = [UNPLACED]
+        names = [*sorted(catalog.tables() + catalog.quarantined_only()), UNPLACED]
+    elif table == UNPLACED or table in catalog.quarantined_only():
+        names = [table]
     else:
         catalog.require(table)
         names = [table]

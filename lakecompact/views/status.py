@@ -57,6 +57,8 @@ def status(spark: SparkSession | None, config: Config) -> list[dict[str, Any]]:
             "oldest_pending_landed_at": min((s["landed_at"] for s in pending_stats if s and "landed_at" in s), default=None),
             "last_source_ts": _iso(max((t for t in seen if t is not None), default=None)),
         })
+    for table in catalog.quarantined_only():  # no event of its topic could land yet: no table
+        rows.append({"table": f"{catalog.database}.{table}", "quarantined": _quarantined(catalog, catalog.paths(table).quarantine)})
     unplaced = _quarantined(catalog, catalog.unplaced_quarantine)
     if unplaced:
         rows.append({"table": UNPLACED, "quarantined": unplaced})
@@ -68,7 +70,8 @@ def print_status(rows: list[dict[str, Any]]) -> None:
         say("status: no tables yet")
     for row in rows:
         if "base_version" not in row:
-            say(f"{row['table']}: {row['quarantined']} quarantined events")
+            no_table = "" if row["table"] == UNPLACED else " (no table yet: none of its events could land)"
+            say(f"{row['table']}: {row['quarantined']} quarantined events{no_table}")
             continue
         feed = ", ".join(f"v{v}" for v in row["change_feed_versions"]) or "none"
         compacted = (f"last compaction {row['last_compaction']} ({shown(row['last_compaction_seconds'])}s)"
