@@ -46,9 +46,11 @@ WHOLE_FILE_BYTES = 8 * 1024 * 1024
 
 
 def _whole_files(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """(path, parts): each file's text split at every "\\n"; the last part is what follows the last newline."""
+    """(path, parts, utf8): each file's text split at every "\\n" (the last part is what follows the last
+    newline), and whether the file is valid UTF-8: splitting decodes it, turning other bytes into U+FFFD."""
     text = spark.read.text(paths, wholetext=True)
-    return text.select(_file_path().alias("path"), F.split("value", "\n", -1).alias("parts"))
+    return text.select(_file_path().alias("path"), F.split("value", "\n", -1).alias("parts"),
+                       F.is_valid_utf8("value").alias("utf8"))
 
 
 def _streamed(spark: SparkSession, paths: list[str]) -> DataFrame:
@@ -73,7 +75,7 @@ def _streamed_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
                            F.coalesce(F.sum("lines").over(earlier), F.lit(0)).alias("lines_before"))
     numbered = text.join(F.broadcast(splits), ["path", "block"])
     return numbered.select("path", (F.col("lines_before") + F.col("row") - F.col("first_row")).alias("line_no"),
-                           "line")
+                           "line", F.is_valid_utf8("line").alias("utf8"))
 
 
 def _by_size(sizes: dict[str, int]) -> tuple[list[str], list[str]]:
@@ -83,11 +85,14 @@ def _by_size(sizes: dict[str, int]) -> tuple[list[str], list[str]]:
 
 
 def _lines(spark: SparkSession, ranges: list[FileRange]) -> DataFrame:
-    """(path, 0-based line number, line) of every line of the files of the ranges."""
+    """(path, 0-based line number, line, utf8) of every line of the files of the ranges; utf8: the line's bytes
+    are UTF-8 (in a file read whole that is not, a line holding U+FFFD is taken for one that was not)."""
     whole, big = _by_size({r.path: r.size for r in ranges})
     parts = []
     if whole:
-        parts.append(_whole_files(spark, whole).select("path", F.posexplode("parts").alias("line_no", "line")))
+        lines = _whole_files(spark, whole).select("path", "utf8", F.posexplode("parts").alias("line_no", "line"))
+        parts.append(lines.select("path", "line_no", "line",
+                                  (F.col("utf8") | ~F.contains("line", F.lit("\ufffd"))).alias("utf8")))
     if big:
         parts.append(_streamed_lines(spark, big))
     return functools.reduce(DataFrame.unionByName, parts)
@@ -168,7 +173,9 @@ def read(spark: SparkSession, ranges: list[FileRange]) -> DataFrame:
         F.col("j.key").alias("key"),
         F.col("j.payload").alias("payload"),
         F.concat("path", F.lit(":"), (F.col("line_no") + 1).cast("string")).alias("__origin"),
-        F.when(~is_object, F.lit("line is not a JSON object (malformed or truncated)"))
+        # read on, bytes that are not UTF-8 would become U+FFFD: data changed without a word
+        F.when(~F.col("utf8"), F.lit("line is not valid UTF-8 text"))
+        .when(~is_object, F.lit("line is not a JSON object (malformed or truncated)"))
         .when(F.col("j.topic").isNull(), F.lit("line has no topic"))
         .alias("__line_reason"),
         F.col("line").alias("__line"),
