@@ -225,10 +225,10 @@ def crash_landing_mid_batch(spark, config) -> dict:
     calls = []
     original = land_module.Landing._write_increment
 
-    def write_then_crash(self, table, rows, batch, hour):
-        original(self, table, rows, batch, hour)  # written and registered in the metastore ...
+    def write_then_crash(self, table, rows, intent):
+        original(self, table, rows, intent)  # written and registered in the metastore ...
         calls.append(table)
-        raise Crash(f"crash after writing {table} in batch {batch}")  # ... then the process dies
+        raise Crash(f"crash after writing {table} in batch {intent['batch']}")  # ... then the process dies
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(land_module.Landing, "_write_increment", write_then_crash)
