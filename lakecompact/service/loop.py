@@ -29,7 +29,7 @@ from lakecompact.report import plain, say, seconds_since, warn
 from lakecompact.service import metrics
 from lakecompact.service.policy import compaction_due
 from lakecompact.storage import LocalFiles
-from lakecompact.views.status import status
+from lakecompact.views.status import status, table_of
 
 # land steps failing in a row before `run` gives up (exit non-zero: a supervisor restarts it, and the
 # restart recovers), rather than retrying forever against a broken session
@@ -182,7 +182,7 @@ class Service:
         """Start the compactions that are due, up to `parallel_compactions` at a time."""
         now, clock = time.time(), time.monotonic()
         for row in self._rows:
-            table = row.get("table", "").split(".", 1)[-1]
+            table = table_of(row)
             with self._lock:
                 if ("base_version" not in row or table in self._compacting
                         or len(self._compacting) >= self.policy.parallel_compactions
@@ -239,7 +239,7 @@ class Service:
         with self._lock:
             tables = []
             for row in self._rows:
-                table = row.get("table", "").split(".", 1)[-1]
+                table = table_of(row)
                 counters = self._tables.get(table, {})
                 tables.append({**row, "compacting": table in self._compacting,
                                "compactions": counters.get("compactions", 0),

@@ -29,7 +29,7 @@ from lakecompact.config import Config
 from lakecompact.errors import LakecompactError
 from lakecompact.report import say
 from lakecompact.views.history import history
-from lakecompact.views.status import batch_folders, folder_counts, status
+from lakecompact.views.status import batch_folders, folder_counts, status, table_of
 
 # one colour per chart, so that a reader (and the test's screenshot check) can tell them apart
 COLOURS = {"seconds": "#1f77b4", "rows": "#2ca02c", "backlog": "#ff7f0e", "lag": "#d62728", "quarantine": "#9467bd"}
@@ -240,12 +240,12 @@ def write_report(
     """Write the page to `out`. `files`: None to read a local warehouse from the disk; `spark()` is called only
     when some table has quarantined events (their reasons are read from parquet)."""
     states = status(files, config)
-    known = [row["table"].split(".", 1)[1] for row in states if "base_version" in row]
+    known = [table_of(row) for row in states if "base_version" in row]
     for name in tables or ():
         if name not in known:
             raise LakecompactError(f"report: unknown table {name!r}; known tables: {', '.join(known) or 'none'}")
     chosen = tables or known
-    quarantined = any(row.get("quarantined") for row in states if row["table"].split(".", 1)[-1] in chosen)
+    quarantined = any(row.get("quarantined") for row in states if table_of(row) in chosen)
     all_reasons = _reasons(spark(), config) if quarantined else []
     pages = {}
     for name in chosen:
@@ -253,7 +253,7 @@ def write_report(
         reasons = [r for r in all_reasons if r["table"] == name]
         pages[name] = {"charts": [*_version_charts(versions), *_time_charts(timeline(files, config, name)),
                                   _quarantine_chart(reasons)], "reasons": reasons}
-    page = render(config, [r for r in states if r["table"].split(".", 1)[-1] in chosen], pages, datetime.now(UTC))
+    page = render(config, [r for r in states if table_of(r) in chosen], pages, datetime.now(UTC))
     with open(out, "w", encoding="utf-8") as target:
         target.write(page)
     say(f"report: {len(pages)} table(s), {len(page) // 1024} KiB, written to {out}")

@@ -65,6 +65,11 @@ def status(spark: SparkSession | None, config: Config) -> list[dict[str, Any]]:
     return rows
 
 
+def table_of(row: dict[str, Any]) -> str:
+    """The table a status row is about, without the database (`_unknown` for the events of no table)."""
+    return row["table"].split(".", 1)[-1]
+
+
 def print_status(rows: list[dict[str, Any]]) -> None:
     if not rows:
         say("status: no tables yet")
