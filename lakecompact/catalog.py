@@ -85,6 +85,11 @@ class TablePaths:
         return f"{self.root}/_state"
 
     @property
+    def finished(self) -> str:
+        """The last version whose compaction finished every step after its swap (publish, archive, collect)."""
+        return f"{self.state}/finished.json"
+
+    @property
     def compaction_lock(self) -> str:
         """Held while the table is compacted; still there after a compactor was killed."""
         return f"{self.state}/compact.lock"
@@ -206,10 +211,10 @@ class Catalog:
         decimal precision up).
         """
         jvm = self.spark.sparkContext._jvm
-        session_catalog = self.spark._jsparkSession.sessionState().catalog()
+        session_catalog = self._session_catalog()
         types = dict(schema.columns)
         for table in (base_table(schema.table), increments_table(schema.table)):
-            identifier = jvm.org.apache.spark.sql.catalyst.TableIdentifier(table, jvm.scala.Some(self.database))
+            identifier = self._identifier(table)
             current = session_catalog.getTableMetadata(identifier)
             # keep the metastore's column order (ADD COLUMNS appends after the meta columns): Hive checks
             # type compatibility position by position
@@ -261,8 +266,26 @@ class Catalog:
         if specs:
             self.run("drop_partitions.sql.j2", table=table, specs=specs)
 
-    def set_partition_location(self, table: str, spec: list[tuple[str, object]], location: str) -> None:
-        self.run("set_partition_location.sql.j2", table=table, spec=spec, location=location)
+    def set_partition_locations(self, table: str, locations: list[tuple[list[tuple[str, object]], str]]) -> None:
+        """Point existing partitions at new folders in one metastore call (Hive's alter_partitions: one
+        transaction, so a reader sees all of them moved or none), instead of one ALTER TABLE per partition."""
+        if not locations:
+            return
+        jvm = self.spark.sparkContext._jvm
+        session_catalog, identifier = self._session_catalog(), self._identifier(table)
+        wanted = {_spec_key(spec): location for spec, location in locations}
+        names = [name for name, _ in locations[0][0]]
+        moved = jvm.java.util.ArrayList()
+        converters = jvm.scala.jdk.javaapi.CollectionConverters
+        for partition in converters.asJava(session_catalog.listPartitions(identifier, jvm.scala.Option.empty())):
+            spec = partition.spec()
+            location = wanted.pop(tuple((name, spec.apply(name)) for name in names), None)
+            if location is not None:
+                uri = jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils.stringToURI(location)
+                moved.add(_replaced(partition, 1, _replaced(partition.storage(), 0, jvm.scala.Some(uri))))
+        if wanted:
+            raise LakecompactError(f"table {table}: expected partitions {sorted(wanted)} in the metastore, missing")
+        session_catalog.alterPartitions(identifier, converters.asScala(moved).toSeq())
 
     def properties(self, table: str) -> dict[str, str]:
         rows = self.run("show_tblproperties.sql.j2", table=table).collect()
@@ -275,5 +298,24 @@ class Catalog:
         for table in tables:
             self.spark.catalog.refreshTable(qualified(self.database, table))
 
+    def _session_catalog(self):
+        return self.spark._jsparkSession.sessionState().catalog()
+
+    def _identifier(self, table: str):
+        jvm = self.spark.sparkContext._jvm
+        return jvm.org.apache.spark.sql.catalyst.TableIdentifier(table, jvm.scala.Some(self.database))
+
     def table(self, table: str) -> DataFrame:
         return self.spark.table(qualified(self.database, table))
+
+
+def _spec_key(spec: list[tuple[str, object]]) -> tuple[tuple[str, str], ...]:
+    return tuple((name, str(value)) for name, value in spec)
+
+
+def _replaced(product, index: int, value):
+    """A copy of a Scala case class (a JVM object) with its field at `index` replaced: its fields are read
+    back rather than listed, so the call holds across Spark versions that add fields at the end."""
+    fields = [product.productElement(i) for i in range(product.productArity())]
+    fields[index] = value
+    return product.copy(*fields)

@@ -31,6 +31,7 @@ def semantics_context(schema: TableSchema, *, base: str, increments: str, live_o
         "order_type": ORDER_TYPE,
         "live_only": live_only,
         "new_rows_only": False,
+        "mark_carried": False,
         "dialect": "spark",
         **extra,
     }

@@ -1,7 +1,8 @@
 """`lakecompact compact` and `lakecompact rollback`.
 
 Per table, under its lock (DESIGN "Commit protocols"):
-1. converge the metastore to the highest manifest, and archive what that version consumed (crash recovery);
+1. converge the metastore to the highest manifest, and archive what that version consumed (crash recovery;
+   skipped when `_state/finished.json` says the last compaction finished);
 2. read the pending increments and only the base buckets they touch;
 3. resolve the latest state per key with the same SQL as the view, write base vN+1 for those buckets;
 4. write the manifest (the version now exists), point the touched `<t>_base` partitions at vN+1;
@@ -98,13 +99,23 @@ class Compactor:
         """Make the metastore match the highest manifest and finish archiving what it consumed."""
         manifest = self.manifests.latest(self._bucket_count())
         current = int(self.catalog.properties(self.base_table).get(VERSION_PROPERTY, "0"))
+        if current == manifest.version and self._finished_version() == manifest.version:
+            return manifest  # nothing to finish: saves the metastore round trips below on every compaction
         if current != manifest.version:
             say(f"  {self.table}: metastore at base v{current}, manifests at v{manifest.version}: finishing the swap")
             self._point_base_at(manifest)
         self._publish_changes(manifest.version)
         self._archive(manifest.consumed)
         self._collect_garbage(manifest)
+        self._mark_finished(manifest.version)
         return manifest
+
+    def _finished_version(self) -> int | None:
+        path = self.paths.finished
+        return self.storage.read_json(path)["version"] if self.storage.exists(path) else None
+
+    def _mark_finished(self, version: int) -> None:
+        self.storage.write_json(self.paths.finished, {"version": version}, overwrite=True)
 
     def _bucket_count(self) -> int:
         return 0 if self.schema.keyless else self.settings.buckets
@@ -114,7 +125,7 @@ class Compactor:
         started = time.monotonic()
         with self.lock():
             current = self.converge()
-            pending = self._pending()
+            pending = self._pending(current)
             if not pending:
                 say(f"compact {self.table}: nothing pending (base v{current.version}) in {seconds_since(started)}")
                 return None
@@ -129,6 +140,7 @@ class Compactor:
             crashpoints.reached("archive")
             self._collect_garbage(self.manifests.read(version))
             crashpoints.reached("garbage-collected")
+            self._mark_finished(version)
         say(
             f"compact {self.table}: base v{current.version} -> v{version}: {report.events_in} events from "
             f"{len(pending)} batch(es), {report.rows_out} rows written ({report.live_rows} live), "
@@ -136,9 +148,21 @@ class Compactor:
         )
         return report
 
-    def _pending(self) -> list[tuple[str, int]]:
+    def _pending(self, current: Manifest) -> list[tuple[str, int]]:
+        """The registered increments not yet in the base.
+
+        A landing rerun writes an interrupted batch again; when this table's part of it was already folded
+        into the current version, the copy is archived here instead of being folded in twice.
+        """
         parts = self.catalog.partitions(self.increments_table)
-        return sorted(((p["__hour"], int(p["__batch"])) for p in parts), key=lambda p: p[1])
+        registered = sorted(((p["__hour"], int(p["__batch"])) for p in parts), key=lambda p: p[1])
+        folded = {batch for _, batch in current.consumed}
+        relanded = tuple(p for p in registered if p[1] in folded)
+        if relanded:
+            say(f"  {self.table}: batch(es) {', '.join(str(b) for _, b in relanded)} landed again after "
+                f"base v{current.version} folded them in: archived, not folded twice")
+            self._archive(relanded)
+        return [p for p in registered if p[1] not in folded]
 
     def _base_schema(self) -> StructType:
         return StructType.fromDDL(column_list(self.schema.columns + list(META_COLUMNS) + list(BASE_EXTRA)))
@@ -182,7 +206,7 @@ class Compactor:
         keyless = self.schema.keyless
         query = semantics_sql(
             self.schema, base="{base}", increments="{increments}", live_only=False,
-            new_rows_only=keyless and not plan.truncated,
+            new_rows_only=keyless and not plan.truncated, mark_carried=not keyless,
         )
         rows = self.spark.sql(query, base=base, increments=increments)
         if not plan.truncated:  # the truncate marker's bucket is rewritten only for a new truncate
@@ -203,8 +227,8 @@ class Compactor:
             in_bucket = F.col("__bucket") == b
             counts |= {f"rows{n}": F.count(F.when(in_bucket, 1)), f"live{n}": F.count(F.when(in_bucket & live, 1))}
         metrics = write_counted(
-            rows,
-            lambda frame: frame.repartition(max(len(plan.target), 1), "__bucket").write.partitionBy("__bucket").parquet(location),
+            self._grouped_by_bucket(rows, plan),
+            lambda frame: frame.write.partitionBy("__bucket").parquet(location),
             # read back only when the optimizer proved the rows empty (then there is no __bucket folder to find)
             lambda: self.spark.read.schema(self._base_schema().add("__bucket", IntegerType())).parquet(location),
             **counts,
@@ -212,6 +236,17 @@ class Compactor:
         for b in plan.target:
             self.storage.mkdirs(self.paths.base_bucket(version, b))
         return WrittenRows({b: (metrics[f"rows{n}"], metrics[f"live{n}"]) for n, b in enumerate(plan.target)})
+
+    def _grouped_by_bucket(self, rows: DataFrame, plan: VersionPlan) -> DataFrame:
+        """Rows in partitions that each hold few buckets, so that a bucket gets few files, without shuffling the
+        whole base: the carried base rows stay in the scan's partitions (a scan task reads whole files, so a
+        bucket gets one file per task that read its files: one, unless its files outgrow a split); only the
+        resolved rows, as many as the change, are shuffled to their bucket (one file each)."""
+        partitions = max(len(plan.target), 1)
+        if self.schema.keyless:  # every row written is a new one (or, after a truncate, a rewrite)
+            return rows.repartition(partitions, "__bucket")
+        resolved = rows.where(~F.col("__carried")).repartition(partitions, "__bucket")
+        return resolved.unionByName(rows.where(F.col("__carried"))).drop("__carried")
 
     def _write_version(
         self, current: Manifest, version: int, increments: DataFrame, pending, started: float
@@ -281,26 +316,33 @@ class Compactor:
     def _point_base_at(self, manifest: Manifest, pointed_at: Manifest | None = None) -> None:
         """The commit: the `<t>_base` partitions name the manifest's folders, then the version property.
 
-        `pointed_at`: the manifest the metastore is known to match (converged), so that a bucket the new version
-        did not rewrite keeps its partition untouched; without it (recovery, rollback) every partition is set.
+        `pointed_at`: the manifest the metastore is known to match (converged): its buckets are the partitions
+        there, and a bucket the new version did not rewrite keeps its partition untouched; without it (recovery,
+        rollback) the partitions are listed first and every one is set.
         """
-        existing = {int(p["__bucket"]) for p in self.catalog.partitions(self.base_table)}
+        if pointed_at is not None:
+            existing = set(pointed_at.buckets)
+        else:
+            existing = {int(p["__bucket"]) for p in self.catalog.partitions(self.base_table)}
         wanted = manifest.buckets
         new = [([("__bucket", b)], self.paths.base_bucket(v, b)) for b, v in sorted(wanted.items()) if b not in existing]
         self.catalog.add_partitions(self.base_table, new)
         unchanged = pointed_at.buckets if pointed_at is not None else {}
-        for b, v in sorted(wanted.items()):
-            if b in existing and unchanged.get(b) != v:
-                self.catalog.set_partition_location(self.base_table, [("__bucket", b)], self.paths.base_bucket(v, b))
+        moved = [
+            ([("__bucket", b)], self.paths.base_bucket(v, b))
+            for b, v in sorted(wanted.items()) if b in existing and unchanged.get(b) != v
+        ]
+        self.catalog.set_partition_locations(self.base_table, moved)
         gone = [[("__bucket", b)] for b in sorted(existing - set(wanted))]
         self.catalog.drop_partitions(self.base_table, gone)
         self.catalog.set_properties(self.base_table, {VERSION_PROPERTY: str(manifest.version)})
         self.catalog.refresh(self.base_table, self.table)
 
     def _archive(self, consumed: tuple[tuple[str, int], ...]) -> None:
-        registered = {(p["__hour"], int(p["__batch"])) for p in self.catalog.partitions(self.increments_table)}
-        done = [c for c in consumed if c in registered]
-        self.catalog.drop_partitions(self.increments_table, [[("__hour", h), ("__batch", b)] for h, b in done])
+        if not consumed:
+            return
+        # DROP IF EXISTS: a batch a crashed run already dropped is skipped by the metastore
+        self.catalog.drop_partitions(self.increments_table, [[("__hour", h), ("__batch", b)] for h, b in consumed])
         for hour, batch in consumed:
             source = self.paths.increment(hour, batch)
             if self.storage.exists(source):
@@ -360,6 +402,9 @@ class Compactor:
                     f"table {self.table} is at base v{current.version} with no earlier version kept "
                     f"(keep_versions = {self.settings.keep_versions})"
                 )
+            # until the manifest is retired, a crash must leave recovery to do (move the batches back to the
+            # archive), or the next compaction would take them as pending and apply them twice
+            self.storage.delete(self.paths.finished)
             restored = []
             for hour, batch in current.consumed:
                 archived = self.paths.archived(hour, batch)

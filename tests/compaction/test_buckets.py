@@ -77,14 +77,14 @@ def test_second_compaction_rewrites_only_the_touched_buckets(lake, monkeypatch):
     state[second_key] = f"n{second_key} v2"
     assert view_state(lake) == state  # during: base v1 + pending increments
 
-    moved = []  # the swap's metastore statements: one per rewritten bucket, none for the others
-    set_location = Catalog.set_partition_location
-    monkeypatch.setattr(Catalog, "set_partition_location",
-                        lambda self, table, spec, location: moved.append(dict(spec)["__bucket"])
-                        or set_location(self, table, spec, location))
+    swaps = []  # the swap's metastore calls: one, moving the rewritten buckets and none of the others
+    set_locations = Catalog.set_partition_locations
+    monkeypatch.setattr(Catalog, "set_partition_locations",
+                        lambda self, table, locations: swaps.append([dict(spec)["__bucket"] for spec, _ in locations])
+                        or set_locations(self, table, locations))
     [second] = lake.compact()
     touched = {bucket[k] for k in touched_keys}
-    assert sorted(moved) == sorted(touched)
+    assert len(swaps) == 1 and sorted(swaps[0]) == sorted(touched)
     untouched = set(range(BUCKETS)) - touched
     assert len(touched) == 2
     assert second.version == 2 and second.buckets_rewritten == 2

@@ -23,19 +23,6 @@ def crash_once(monkeypatch, owner, name: str, when=lambda *args, **kwargs: True)
     return crashed
 
 
-def nth(n: int, accept):
-    """A `when` for crash_once: true on the n-th call that `accept` accepts."""
-    seen = []
-
-    def when(*args, **kwargs):
-        if accept(*args, **kwargs):
-            seen.append(True)
-            return len(seen) == n
-        return False
-
-    return when
-
-
 def registering(table: str):
     """A `when` for crash_once on Catalog.add_partitions(self, table, partitions): called for `table`."""
     return lambda self, name, *args, **kwargs: name == table

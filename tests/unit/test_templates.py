@@ -42,8 +42,6 @@ def contexts() -> dict[str, dict]:
         },
         "drop_partitions.sql.j2": {"database": "db", "table": "orders_increments",
                                    "specs": [[("__hour", "2026112105"), ("__batch", 3)]]},
-        "set_partition_location.sql.j2": {"database": "db", "table": "orders_base", "spec": [("__bucket", 2)],
-                                          "location": LOCATION + "/v=2/__bucket=2"},
         "set_tblproperties.sql.j2": {"database": "db", "table": "orders_base",
                                      "properties": {"lakecompact.base_version": "2"}},
         "add_columns.sql.j2": {"database": "db", "table": "orders_base", "columns": [("added", "BIGINT")]},
@@ -71,8 +69,7 @@ def test_template_parses(template, dialect):
     rendered = sql.render(template, **contexts()[template])
     parsed = sqlglot.parse_one(rendered, read=dialect)
     assert parsed is not None
-    if template not in ("add_partitions.sql.j2", "drop_partitions.sql.j2", "set_partition_location.sql.j2",
-                        "show_partitions.sql.j2", "show_tblproperties.sql.j2", "use_database.sql.j2"):
+    if template not in ("add_partitions.sql.j2", "drop_partitions.sql.j2", "show_partitions.sql.j2", "show_tblproperties.sql.j2", "use_database.sql.j2"):
         # sqlglot understands these fully; the partition statements it keeps as commands
         assert not isinstance(parsed, exp.Command), f"{template} parsed only as an opaque command"
 
@@ -113,3 +110,17 @@ def test_string_literals_are_escaped():
     rendered = sql.render("set_tblproperties.sql.j2", database="db", table="t", properties={"k": "it's \\ fine"})
     assert sqlglot.parse_one(rendered, read="spark").sql(dialect="spark").count("TBLPROPERTIES") == 1
     assert "'it\\'s \\\\ fine'" in rendered
+
+
+@pytest.mark.parametrize("dialect", ["spark", "hive"])
+def test_compaction_marks_the_carried_rows_and_the_view_does_not(dialect):
+    context = {**contexts()["latest_rows.sql.j2"], "live_only": False}
+    marked = sqlglot.parse_one(sql.render("latest_rows.sql.j2", **{**context, "mark_carried": True}), read=dialect)
+    producers = [select for select in marked.find_all(exp.Select) if select.selects
+                 and select.selects[-1].alias_or_name == "__carried" and not isinstance(select.selects[-1], exp.Column)]
+    # the resolved rows and the truncate marker (FALSE), the base rows of untouched keys (TRUE)
+    assert sorted(select.selects[-1].this.sql() for select in producers) == ["FALSE", "FALSE", "TRUE"]
+    [carried] = [select for select in producers if select.selects[-1].this.sql() == "TRUE"]
+    assert carried.find(exp.From).this.name == "base"
+    assert "__carried" not in sql.render("latest_rows.sql.j2", **context)
+    assert "__carried" not in sql.render("create_view.sql.j2", **contexts()["create_view.sql.j2"])
