@@ -673,6 +673,15 @@ def _kafka_pid() -> int | None:
     return None
 
 
+def _kafka_cluster_id() -> str:
+    """A random KRaft cluster id. Like Kafka's own Uuid.randomUuid, never one that starts with '-': the storage
+    tool's argument parser would take it for an option (1 in 64 ids did, and the stack failed to start)."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+
+
 def _kafka_start() -> bool:
     if _kafka_pid():
         return False
@@ -680,8 +689,8 @@ def _kafka_start() -> bool:
     KAFKA_DATA.mkdir(parents=True, exist_ok=True)
     if not (KAFKA_DATA / "meta.properties").exists():
         cid_file = STACK_DIR / "kafka" / "cluster.id"
-        if not cid_file.exists():
-            cid_file.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=") + "\n")
+        if not cid_file.exists() or cid_file.read_text().startswith("-"):
+            cid_file.write_text(_kafka_cluster_id() + "\n")
         cid = cid_file.read_text().strip()
         _log(f"formatting KRaft storage {KAFKA_DATA} (cluster id {cid})")
         _run([_java(), "-Xmx256m", f"-Dlog4j2.configurationFile={CONF_DIR / 'log4j2.properties'}",
