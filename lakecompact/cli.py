@@ -38,6 +38,12 @@ class Context:
 
         return create_session(self.config, wait=not self.args.no_wait, verbose=self.args.verbose)
 
+    def outage(self, error: BaseException):
+        """The one-line error for a failure that says the shared metastore is gone (None: another failure)."""
+        from lakecompact.thrift_metastore import as_outage
+
+        return as_outage(error, self.config.metastore) if "config" in self.__dict__ else None
+
     def files_only(self):
         """For commands that read the lake's files only: no session (no JVM) when the warehouse is local."""
         from lakecompact.storage import LocalFiles
@@ -339,8 +345,15 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     started = time.monotonic()
     handler = next(c.run for c in COMMANDS if c.name == args.command)
+    context = Context(args)
     try:
-        handler(args, Context(args))
+        try:
+            handler(args, context)
+        except Exception as exc:  # Spark's exceptions: only an outage becomes one line
+            outage = context.outage(exc)
+            if outage is None:
+                raise
+            raise outage from exc
     except LakecompactError as exc:
         if args.debug:
             raise

@@ -142,6 +142,7 @@ class MetastoreConfig:
     """No section: an embedded metastore kept under the warehouse."""
 
     uri: str = ""
+    connect_timeout_seconds: float = 120.0  # how long a thrift metastore that does not answer is waited for
     jdbc_url: str = ""
     jdbc_password: str = field(default="", repr=False)  # a secret: never printed
     jdbc_driver: str = ""
@@ -361,6 +362,12 @@ def _check(section: Any, where: str) -> None:
         else:
             _require(bool(section.bootstrap_servers), f"{at}bootstrap_servers", "host:port[,host:port]")
             _require(bool(section.topics or section.topic_pattern), f"{at}topics", "a list of topics, or source.topic_pattern")
+    elif isinstance(section, MetastoreConfig):
+        uris = section.uri.split(",") if section.uri else []
+        _require(all(u.startswith("thrift://") and u[len("thrift://"):] for u in uris), f"{at}uri",
+                 "thrift://host:port (several: comma-separated)", section.uri)
+        _require(_is_number(section.connect_timeout_seconds) and section.connect_timeout_seconds > 0,
+                 f"{at}connect_timeout_seconds", "a number of seconds > 0", section.connect_timeout_seconds)
     elif isinstance(section, NamingConfig):
         if section.regexp:
             try:
@@ -384,6 +391,7 @@ def _check(section: Any, where: str) -> None:
                  "warehouse", "an absolute path or a URI such as s3a://bucket/lake", section.warehouse)
         _require(bool(_IDENTIFIER.match(section.database)), "database", "a database name of letters, digits and _", section.database)
         _check(section.source, "source")
+        _check(section.metastore, "metastore")
         _check(section.naming, "naming")
         _check(section.defaults, "defaults")
         _check(section.run, "run")

@@ -56,6 +56,18 @@ class MetastoreBusy(LakecompactError):
         )
 
 
+class ServiceUnavailable(LakecompactError):
+    """A service lakecompact needs did not answer within the time allowed; rerun once it is back."""
+
+    exit_code = 6
+
+
+class MetastoreUnavailable(ServiceUnavailable):
+    def __init__(self, uri: str, seconds: float, last: str):
+        self.uri, self.seconds, self.last = uri, seconds, last
+        super().__init__(f"the Hive metastore {uri} did not answer within {seconds:.0f}s; last: {last}")
+
+
 class UnknownTable(LakecompactError):
     def __init__(self, table: str, known: list[str]):
         import difflib

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
-from lakecompact import class_archive, metastore_guard
+from lakecompact import class_archive, metastore_guard, thrift_metastore
 from lakecompact.config import Config
 
 LOG4J_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
@@ -53,6 +53,7 @@ def session_conf(config: Config, *, verbose: bool = False, archive_options: tupl
     metastore = config.metastore
     if metastore.uri:
         conf["spark.hadoop.hive.metastore.uris"] = metastore.uri
+        conf |= thrift_metastore.client_conf(metastore)
     elif metastore.jdbc_url:
         conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = metastore.jdbc_url
         conf["spark.hadoop.datanucleus.schema.autoCreateAll"] = "true"
@@ -114,6 +115,8 @@ def create_session(
     metastore_dir = embedded_metastore(config)
     if metastore_dir is not None and SparkSession.getActiveSession() is None:
         metastore_guard.hold(metastore_dir, wait=wait)
+    if config.metastore.uri and SparkSession.getActiveSession() is None:
+        thrift_metastore.wait_until_reachable(config.metastore)
     if "://" not in config.warehouse:
         (Path(config.warehouse) / "_metastore").mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder.appName(config.spark.app_name)

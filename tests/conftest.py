@@ -1,5 +1,7 @@
 """One SparkSession for the whole run (local[2], embedded Hive metastore); each test gets its own lake.
 
+LAKECOMPACT_TEST_METASTORE switches the session to a shared Hive metastore (tests/support/databases.py).
+
 Every test that uses Spark is marked `spark` (those using the `spark`, `lake` or `e2e_spark` fixture are marked
 here; a test that starts Spark some other way carries the mark itself): `python -m pytest -m "not spark"` is the
 quick loop, which starts no JVM.
@@ -7,16 +9,16 @@ quick loop, which starts no JVM.
 
 from __future__ import annotations
 
-import itertools
 import os
 
 import pytest
 
 pytest.register_assert_rewrite("tests.support")  # the checks of its helpers report like a test's own asserts
 
+from tests.support.databases import SHARED_METASTORE, database_name
+
 os.environ.setdefault("LAKECOMPACT_SPARK_LOG_LEVEL", "ERROR")
 
-_databases = itertools.count()
 
 # the fixtures that hand out a SparkSession; `fixturenames` is the closure of a test's fixtures, so a test
 # that uses one of them through another fixture is found too
@@ -37,7 +39,24 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory):
+def metastore_uri():
+    """The shared metastore the run uses ("" for the embedded one); `stack`: the e2e stack's, started here
+    and stopped after the run unless it was running before."""
+    if SHARED_METASTORE != "stack":
+        yield SHARED_METASTORE
+        return
+    from tests.e2e.conftest import load_stack_module
+
+    stack = load_stack_module()
+    started = [name for name, info in stack.status().items() if name in ("postgres", "metastore") and not info["ready"]]
+    stack.up(components=["metastore"])
+    yield stack.METASTORE_URI
+    if started:
+        stack.down(started)
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory, metastore_uri):
     from pathlib import Path
 
     from lakecompact import config as config_module
@@ -51,6 +70,7 @@ def spark(tmp_path_factory):
         {
             "warehouse": str(root / "warehouse"),
             "source": {"kind": "files", "paths": [str(root / "none")]},
+            **({"metastore": {"uri": metastore_uri}} if metastore_uri else {}),
             "spark": {
                 "master": "local[2]",
                 "conf": {
@@ -66,7 +86,12 @@ def spark(tmp_path_factory):
         }
     )
     session = create_session(config)
+    existing = {row[0] for row in session.sql("SHOW DATABASES").collect()} if metastore_uri else set()
     yield session
+    if metastore_uri:  # a shared metastore outlives the run: the databases the run created go with it
+        for row in session.sql("SHOW DATABASES").collect():
+            if row[0] not in existing:
+                session.sql(f"DROP DATABASE IF EXISTS `{row[0]}` CASCADE")
     session.stop()
 
 
@@ -74,4 +99,4 @@ def spark(tmp_path_factory):
 def lake(spark, tmp_path):
     from tests.support.lake import Lake
 
-    return Lake(spark, tmp_path, f"lake{next(_databases)}")
+    return Lake(spark, tmp_path, database_name())

@@ -186,12 +186,18 @@ def test_run_lands_and_compacts_on_its_own_is_watched_and_stops_on_sigterm(tmp_p
     assert json.loads(status_file.read_text())["state"] == "stopped"
 
     # what readers see, through the views, after `run` let go of the metastore
-    query = " UNION ALL ".join(f"SELECT '{t}' AS t, id, note, qty FROM lake.{t}" for t in TABLES)
+    seen = read_views(config, "lake", TABLES)
+    for table, source in sources.items():
+        assert seen[table] == expected_view(source.model), table
+
+
+def read_views(config: Path, database: str, tables) -> dict[str, dict[int, dict]]:
+    """Each table's view as a `sql` process reads it: {table: {id: row}}, as the reference model gives it."""
+    query = " UNION ALL ".join(f"SELECT '{t}' AS t, id, note, qty FROM `{database}`.{t}" for t in tables)
     read = command(config, "sql", query)
     assert read.returncode == 0, read.stderr
-    seen: dict[str, dict] = {t: {} for t in TABLES}
+    seen: dict[str, dict] = {t: {} for t in tables}
     for line in read.stdout.splitlines():
         row = json.loads(line)
         seen[row.pop("t")][row["id"]] = {"id": row["id"], "note": row.get("note"), "qty": row.get("qty")}
-    for table, source in sources.items():
-        assert seen[table] == expected_view(source.model), table
+    return seen

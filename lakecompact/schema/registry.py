@@ -27,7 +27,7 @@ import requests
 
 from lakecompact import retry
 from lakecompact.config import RegistryConfig
-from lakecompact.errors import ConfigError, LakecompactError
+from lakecompact.errors import ConfigError, LakecompactError, ServiceUnavailable
 
 Kind = Literal["value", "key"]
 
@@ -47,7 +47,7 @@ class SchemaNotFound(RegistryError):
     """HTTP 404: no such subject, version or schema id. Events that name it go to quarantine."""
 
 
-class RegistryUnavailable(LakecompactError):
+class RegistryUnavailable(ServiceUnavailable):
     """The registry could not be reached, or kept failing, for every allowed attempt."""
 
     def __init__(self, url: str, attempts: int, last: str):

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Installs what the lakecompact end-to-end stack needs (idempotent):
 #   - Debian packages: postgresql, mariadb-server, mariadb-client (system
-#     services are NOT started: stack.py runs its own data dirs), plus a JRE
-#     and Maven if missing;
+#     services are NOT started: stack.py runs its own data dirs), plus a JDK
+#     (javac, for the metastore launcher) and Maven if missing;
 #   - jars from Maven Central (scripts/stack/pom.xml) into .stack/jars/<group>/:
 #       kafka/                           Kafka broker (KRaft) + Connect runtime
 #       connect-plugins/debezium-postgres/   Debezium PostgreSQL connector
 #       connect-plugins/debezium-mariadb/    Debezium MariaDB connector
 #       spark-kafka/                     Spark Kafka source (for spark.jars)
 #       spark-avro/                      Spark Avro data source
+#       hive-metastore/                  Hive standalone metastore: jars, home/
+#                                        (its unpacked tarball), launcher/ (the
+#                                        loopback launcher, compiled here)
 # Does nothing for a part that is already there; prints what it did.
 #
 # Environment: LAKECOMPACT_STACK_DIR (default <project root>/.stack),
@@ -47,7 +50,7 @@ missing=()
 for p in postgresql mariadb-server mariadb-client chromium; do  # chromium: the report test opens the page
   pkg_installed "$p" || missing+=("$p")
 done
-command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v "$MVN" >/dev/null 2>&1 || missing+=(maven)
 
 if [ ${#missing[@]} -gt 0 ]; then
@@ -74,7 +77,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
   done
 else
-  say "apt packages already installed (postgresql, mariadb-server, mariadb-client, chromium, java, maven)"
+  say "apt packages already installed (postgresql, mariadb-server, mariadb-client, chromium, java + javac, maven)"
 fi
 
 java_major=$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
@@ -131,6 +134,31 @@ fetch_or_die() {
 fetch_or_die kafka kafka
 fetch_or_die connect-plugins/debezium-postgres debezium-postgres
 fetch_or_die connect-plugins/debezium-mariadb debezium-mariadb
+fetch_or_die hive-metastore hive-metastore
+
+# The metastore's tarball unpacked beside its jars (a refetch replaces the
+# whole group, so home/ goes with it), and the loopback launcher
+# (scripts/stack/metastore/LoopbackMetastore.java) compiled against it.
+HMS="$JARS/hive-metastore"
+if [ ! -d "$HMS/home/lib" ]; then
+  rm -rf "$HMS/home.tmp" && mkdir -p "$HMS/home.tmp"
+  tar xzf "$HMS"/hive-standalone-metastore-*-bin.tar.gz -C "$HMS/home.tmp" --strip-components=1
+  mv "$HMS/home.tmp" "$HMS/home"
+  say "jars/hive-metastore: unpacked $(ls "$HMS"/hive-standalone-metastore-*-bin.tar.gz | xargs basename)"
+fi
+LAUNCHER_SRC="$HERE/metastore/LoopbackMetastore.java"
+LAUNCHER_KEY=$(sha256sum "$LAUNCHER_SRC" | cut -c1-16)
+if [ "$(cat "$HMS/launcher/.built" 2>/dev/null)" != "$LAUNCHER_KEY" ]; then
+  rm -rf "$HMS/launcher.tmp" && mkdir -p "$HMS/launcher.tmp/classes"
+  javac -nowarn -d "$HMS/launcher.tmp/classes" -cp "$HMS/home/lib/*:$HMS/*" "$LAUNCHER_SRC"
+  jar cf "$HMS/launcher.tmp/lakecompact-metastore.jar" -C "$HMS/launcher.tmp/classes" .
+  rm -rf "$HMS/launcher.tmp/classes" "$HMS/launcher"
+  echo "$LAUNCHER_KEY" >"$HMS/launcher.tmp/.built"
+  mv "$HMS/launcher.tmp" "$HMS/launcher"
+  say "jars/hive-metastore: compiled the loopback launcher"
+else
+  say "jars/hive-metastore: launcher present, skipped"
+fi
 
 # Spark jars: match the installed pyspark when Central has that version.
 PYSPARK_DIR=$("$PYTHON" -c "import pyspark,os;print(os.path.dirname(pyspark.__file__))" 2>/dev/null || true)

@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
 """Local end-to-end stack for lakecompact: PostgreSQL + MariaDB + Kafka (KRaft)
-+ Kafka Connect with Debezium, all on 127.0.0.1, all state under .stack/.
++ Kafka Connect with Debezium + a Hive metastore thrift service (backed by the
+stack's PostgreSQL), all on 127.0.0.1, all state under .stack/.
 
 CLI::
 
-    python scripts/stack/stack.py up|down|status|connect-pg|connect-mariadb
+    python scripts/stack/stack.py up|down|status [COMPONENT...]
+    python scripts/stack/stack.py connect-pg|connect-mariadb
+
+Components: postgres, mariadb, kafka, connect, metastore (default: all).
+``up metastore`` starts only what the metastore needs (PostgreSQL and it);
+lakecompact then uses it with ``[metastore] uri = "thrift://127.0.0.1:19083"``.
 
 ``connect-pg`` / ``connect-mariadb`` open psql / the mariadb client on the
 stack's ``lake_src`` database as user ``lake``.
@@ -24,8 +30,9 @@ Environment overrides (read at import time):
     LAKECOMPACT_STACK_DIR        state dir (default <project root>/.stack)
     LAKECOMPACT_KAFKA_PORT       19092    LAKECOMPACT_KAFKA_CONTROLLER_PORT 19093
     LAKECOMPACT_CONNECT_PORT     18083    LAKECOMPACT_PG_PORT              15432
-    LAKECOMPACT_MARIADB_PORT     13306
+    LAKECOMPACT_MARIADB_PORT     13306    LAKECOMPACT_METASTORE_PORT       19083
     LAKECOMPACT_KAFKA_HEAP / LAKECOMPACT_CONNECT_HEAP   JVM -Xmx (default 512m)
+    LAKECOMPACT_METASTORE_HEAP                          JVM -Xmx (default 384m)
 """
 from __future__ import annotations
 
@@ -66,17 +73,23 @@ KAFKA_CONTROLLER_PORT = _env_int("LAKECOMPACT_KAFKA_CONTROLLER_PORT", 19093)
 CONNECT_PORT = _env_int("LAKECOMPACT_CONNECT_PORT", 18083)
 PG_PORT = _env_int("LAKECOMPACT_PG_PORT", 15432)
 MARIADB_PORT = _env_int("LAKECOMPACT_MARIADB_PORT", 13306)
+METASTORE_PORT = _env_int("LAKECOMPACT_METASTORE_PORT", 19083)
+METASTORE_HEAP = os.environ.get("LAKECOMPACT_METASTORE_HEAP", "384m")
 KAFKA_HEAP = os.environ.get("LAKECOMPACT_KAFKA_HEAP", "512m")
 CONNECT_HEAP = os.environ.get("LAKECOMPACT_CONNECT_HEAP", "512m")
 
 KAFKA_BOOTSTRAP = f"{HOST}:{KAFKA_PORT}"
 CONNECT_URL = f"http://{HOST}:{CONNECT_PORT}"
+METASTORE_URI = f"thrift://{HOST}:{METASTORE_PORT}"
 
 JARS_DIR = STACK_DIR / "jars"
 KAFKA_JARS = JARS_DIR / "kafka"
 PLUGINS_DIR = JARS_DIR / "connect-plugins"
 SPARK_KAFKA_JARS_DIR = JARS_DIR / "spark-kafka"
 SPARK_AVRO_JARS_DIR = JARS_DIR / "spark-avro"
+METASTORE_JARS = JARS_DIR / "hive-metastore"  # install.sh: jars, home/ (the unpacked tarball), launcher/
+METASTORE_HOME = METASTORE_JARS / "home"
+METASTORE_LAUNCHER = METASTORE_JARS / "launcher"
 RUN_DIR = STACK_DIR / "run"
 LOG_DIR = STACK_DIR / "logs"
 CONF_DIR = STACK_DIR / "conf"
@@ -109,6 +122,7 @@ class DbSettings:
 
 POSTGRES = DbSettings(HOST, PG_PORT, "lake", "lake", "lake_src")
 MARIADB = DbSettings(HOST, MARIADB_PORT, "lake", "lake", "lake_src")
+METASTORE_DB = DbSettings(HOST, PG_PORT, "hive", "hive", "metastore")  # the metastore's own tables
 
 
 class StackError(RuntimeError):
@@ -304,7 +318,7 @@ def missing_install() -> list[str]:
         if not shutil.which(tool):
             missing.append(tool)
     for d in (KAFKA_JARS, PLUGINS_DIR / "debezium-postgres", PLUGINS_DIR / "debezium-mariadb",
-              SPARK_KAFKA_JARS_DIR):
+              SPARK_KAFKA_JARS_DIR, METASTORE_JARS, METASTORE_HOME / "lib", METASTORE_LAUNCHER):
         if not _jars_ok(d):
             missing.append(str(d.relative_to(STACK_DIR.parent) if STACK_DIR.parent in d.parents else d))
     return missing
@@ -595,6 +609,10 @@ logger.kafkaconfig.name = org.apache.kafka.common.config.AbstractConfig
 logger.kafkaconfig.level = WARN
 logger.appinfo.name = org.apache.kafka.common.utils.AppInfoParser
 logger.appinfo.level = WARN
+logger.hmsaudit.name = org.apache.hadoop.hive.metastore.HiveMetaStore.audit
+logger.hmsaudit.level = WARN
+logger.datanucleus.name = DataNucleus
+logger.datanucleus.level = ERROR
 """
 
 
@@ -608,13 +626,13 @@ def _java() -> str:
     return j
 
 
-def _java_cmd(name: str, heap: str, main: str, *args: str) -> list[str]:
+def _java_cmd(name: str, heap: str, main: str, *args: str, classpath: str = f"{KAFKA_JARS}/*") -> list[str]:
     return [_java(), "-Xms128m", f"-Xmx{heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=50",
             "-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true",
             f"-Dlakecompact.stack={name}@{STACK_DIR}",  # marker for pid checks
             f"-Dlog4j2.configurationFile={CONF_DIR / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={LOG_DIR}",
-            "-cp", f"{KAFKA_JARS}/*", main, *args]
+            "-cp", classpath, main, *args]
 
 
 def _kafka_marker() -> str:
@@ -744,6 +762,121 @@ def _kafka_stop(timeout: float = 60) -> None:
 
 
 # --------------------------------------------------------------------------
+# Hive metastore (thrift), its tables in the stack's PostgreSQL
+# --------------------------------------------------------------------------
+def _metastore_marker() -> str:
+    return f"-Dlakecompact.stack=metastore@{STACK_DIR}"
+
+
+def _metastore_conf_dir() -> Path:
+    return CONF_DIR / "metastore"
+
+
+def _metastore_classpath() -> str:
+    # the conf dir first: metastore-site.xml is found on the class path
+    return ":".join([str(_metastore_conf_dir()), f"{METASTORE_HOME}/lib/*", f"{METASTORE_JARS}/*",
+                     str(METASTORE_LAUNCHER / "lakecompact-metastore.jar")])
+
+
+def _metastore_write_conf() -> None:
+    _write_common_conf()
+    db = METASTORE_DB
+    values = {
+        "javax.jdo.option.ConnectionURL": f"jdbc:postgresql://{db.host}:{db.port}/{db.database}",
+        "javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
+        "javax.jdo.option.ConnectionUserName": db.user,
+        "javax.jdo.option.ConnectionPassword": db.password,
+        # where a database or table created without a location goes (lakecompact always gives one)
+        "metastore.warehouse.dir": str(STACK_DIR / "metastore" / "warehouse"),
+        # the defaults name classes of hive-exec, which the standalone metastore does not ship
+        "metastore.expression.proxy": "org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy",
+        "metastore.task.threads.always": "org.apache.hadoop.hive.metastore.events.EventCleanerTask",
+        # DataNucleus' pool otherwise keeps ~50 idle PostgreSQL connections
+        "datanucleus.connectionPool.maxPoolSize": "5",
+        "metastore.schema.verification": "true",
+    }
+    properties = "".join(f"  <property><name>{k}</name><value>{v}</value></property>\n" for k, v in values.items())
+    _metastore_conf_dir().mkdir(parents=True, exist_ok=True)
+    (_metastore_conf_dir() / "metastore-site.xml").write_text(
+        f"<?xml version=\"1.0\"?>\n<!-- written by scripts/stack/stack.py (rewritten on every up) -->\n"
+        f"<configuration>\n{properties}</configuration>\n")
+
+
+def _metastore_schema_ready() -> bool:
+    db = METASTORE_DB.database
+    if _psql_admin(f"SELECT 1 FROM pg_database WHERE datname = '{db}'") != "1":
+        return False
+    found = _run(["psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-h", str(PG_SOCK_DIR), "-p", str(PG_PORT),
+                  "-U", "postgres", "-d", db, "-c", "SELECT count(*) FROM pg_tables WHERE tablename = 'VERSION'"])
+    return found.stdout.strip() == "1"
+
+
+def _metastore_setup() -> None:
+    """The metastore's role and database, and its schema created by Hive's schematool (once)."""
+    u, pw, db = METASTORE_DB.user, METASTORE_DB.password, METASTORE_DB.database
+    _psql_admin(
+        "DO $$ BEGIN "
+        f"IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{u}') THEN "
+        f"CREATE ROLE {u} LOGIN PASSWORD '{pw}'; END IF; END $$; "
+        f"ALTER ROLE {u} LOGIN PASSWORD '{pw}';")
+    if _metastore_schema_ready():
+        return
+    # no VERSION table: never initialised, or an init that was interrupted; start from an empty database
+    _psql_admin(f"DROP DATABASE IF EXISTS {db}")
+    _psql_admin(f"CREATE DATABASE {db} OWNER {u}")
+    _log(f"creating the metastore schema in PostgreSQL database {db} (Hive schematool -initSchema)")
+    _run([_java(), "-Xmx256m", f"-Dlog4j2.configurationFile={CONF_DIR / 'log4j2.properties'}",
+          "-cp", _metastore_classpath(), "org.apache.hadoop.hive.metastore.tools.MetastoreSchemaTool",
+          "-dbType", "postgres", "-initSchema"], env={"METASTORE_HOME": str(METASTORE_HOME)}, timeout=300)
+
+
+def _metastore_pid() -> int | None:
+    pid = _read_pidfile(_pidfile("metastore"))
+    if pid and _pid_alive(pid, _metastore_marker()):
+        return pid
+    return None
+
+
+def _metastore_ready() -> bool:
+    """The port answers: the service opens it only once its database is reachable."""
+    try:
+        with socket.create_connection((HOST, METASTORE_PORT), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def _metastore_start() -> bool:
+    """Needs PostgreSQL ready."""
+    if _metastore_pid():
+        return False
+    _metastore_write_conf()
+    _metastore_setup()
+    _log(f"starting the Hive metastore on {METASTORE_URI}")
+    _spawn("metastore", _java_cmd("metastore", METASTORE_HEAP, "org.apache.hadoop.hive.metastore.LoopbackMetastore",
+                                  HOST, str(METASTORE_PORT), classpath=_metastore_classpath()))
+    return True
+
+
+def _metastore_wait(timeout: float) -> None:
+    poll(_metastore_ready, timeout, f"Hive metastore on {METASTORE_URI}", log=LOG_DIR / "metastore.log",
+         fail_fast=lambda: _died("metastore"))
+
+
+def start_metastore(timeout: float = 120) -> None:
+    """Start (or restart after stop_metastore) the metastore; PostgreSQL must be up."""
+    _metastore_start()
+    _metastore_wait(timeout)
+
+
+def stop_metastore(timeout: float = 60) -> None:
+    pid = _metastore_pid()
+    if pid:
+        _terminate(pid, "Hive metastore", _metastore_marker(), timeout)
+    _pidfile("metastore").unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------
 # Kafka Connect (distributed worker)
 # --------------------------------------------------------------------------
 def _connect_write_conf() -> Path:
@@ -849,9 +982,25 @@ def stop_connect(timeout: float = 60) -> None:
 # --------------------------------------------------------------------------
 # whole stack
 # --------------------------------------------------------------------------
-def up(timeout: float = 240) -> None:
-    """Start whatever is not running and wait (polling) until all is ready."""
+COMPONENTS = ("postgres", "mariadb", "kafka", "connect", "metastore")
+NEEDS = {"connect": ("kafka",), "metastore": ("postgres",)}
+
+
+def _with_needs(components: Iterable[str] | None) -> set[str]:
+    wanted = set(components or COMPONENTS)
+    unknown = wanted - set(COMPONENTS)
+    if unknown:
+        raise StackError(f"unknown component(s) {', '.join(sorted(unknown))}: expected some of {', '.join(COMPONENTS)}")
+    for name in list(wanted):
+        wanted.update(NEEDS.get(name, ()))
+    return wanted
+
+
+def up(timeout: float = 240, components: Iterable[str] | None = None) -> None:
+    """Start whatever of `components` (default: all) and what they need is not running, and wait (polling)
+    until all of it is ready."""
     _check_installed()
+    wanted = _with_needs(components)
     for d in (STACK_DIR, RUN_DIR, LOG_DIR, CONF_DIR):
         d.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -859,25 +1008,43 @@ def up(timeout: float = 240) -> None:
     def remaining() -> float:
         return max(5.0, timeout - (time.monotonic() - t0))
 
-    # start the three independent servers together, then wait for each
-    _pg_start()
-    _mariadb_start()
-    _kafka_start()
-    _pg_wait(remaining())
-    _mariadb_wait(remaining())
-    _kafka_wait(remaining())
-    _connect_spawn()
-    _connect_wait(remaining())
-    _log(f"stack up in {time.monotonic() - t0:.1f}s: Kafka {KAFKA_BOOTSTRAP}, Connect {CONNECT_URL}, "
-         f"PostgreSQL {HOST}:{PG_PORT}, MariaDB {HOST}:{MARIADB_PORT}")
+    # start the independent servers together, then wait for each and start what needs them
+    starts = {"postgres": _pg_start, "mariadb": _mariadb_start, "kafka": _kafka_start}
+    for name, start in starts.items():
+        if name in wanted:
+            start()
+    if "postgres" in wanted:
+        _pg_wait(remaining())
+    if "metastore" in wanted:
+        _metastore_start()
+    if "mariadb" in wanted:
+        _mariadb_wait(remaining())
+    if "kafka" in wanted:
+        _kafka_wait(remaining())
+    if "connect" in wanted:
+        _connect_spawn()
+        _connect_wait(remaining())
+    if "metastore" in wanted:
+        _metastore_wait(remaining())
+    addresses = {"kafka": f"Kafka {KAFKA_BOOTSTRAP}", "connect": f"Connect {CONNECT_URL}",
+                 "postgres": f"PostgreSQL {HOST}:{PG_PORT}", "mariadb": f"MariaDB {HOST}:{MARIADB_PORT}",
+                 "metastore": f"Hive metastore {METASTORE_URI}"}
+    _log(f"stack up in {time.monotonic() - t0:.1f}s: " + ", ".join(addresses[c] for c in COMPONENTS if c in wanted))
 
 
-def down() -> None:
-    """Stop everything cleanly (data stays under the stack dir)."""
-    stop_connect()
-    _kafka_stop()
-    _mariadb_stop()
-    _pg_stop()
+def down(components: Iterable[str] | None = None) -> None:
+    """Stop `components` (default: all) cleanly (data stays under the stack dir); what needs a stopped
+    component is stopped first."""
+    wanted = set(components or COMPONENTS)
+    _with_needs(wanted)  # names checked
+    for name, needs in NEEDS.items():
+        if wanted & set(needs):
+            wanted.add(name)
+    stops = {"connect": stop_connect, "metastore": stop_metastore, "kafka": _kafka_stop, "mariadb": _mariadb_stop,
+             "postgres": _pg_stop}
+    for name, stop in stops.items():
+        if name in wanted:
+            stop()
 
 
 def status() -> dict:
@@ -895,6 +1062,7 @@ def status() -> dict:
     out["kafka"] = {"pid": _kafka_pid(), "ready": safe(lambda: kafka_broker_count() > 0),
                     "address": KAFKA_BOOTSTRAP}
     out["connect"] = {"pid": _connect_pid(), "ready": safe(_connect_ready), "address": CONNECT_URL}
+    out["metastore"] = {"pid": _metastore_pid(), "ready": safe(_metastore_ready), "address": METASTORE_URI}
     if out["connect"]["ready"]:
         try:
             out["connect"]["connectors"] = {n: connector_status(n) for n in list_connectors()}
@@ -1082,10 +1250,13 @@ def delete_connector(name: str, timeout: float = 60, cleanup: bool = True) -> No
 # --------------------------------------------------------------------------
 # CLI
 # --------------------------------------------------------------------------
-def _print_status() -> bool:
+def _print_status(components: Iterable[str] | None = None) -> bool:
     st = status()
     all_ready = True
+    shown = _with_needs(components) if components else set(COMPONENTS)
     for comp, info in st.items():
+        if comp not in shown:
+            continue
         pid = info["pid"]
         state = "ready" if info["ready"] else ("starting/unhealthy" if pid else "stopped")
         all_ready &= bool(info["ready"])
@@ -1102,16 +1273,18 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog="stack.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("command", choices=["up", "down", "status", "connect-pg", "connect-mariadb"])
+    ap.add_argument("components", nargs="*", metavar="COMPONENT",
+                    help=f"up/down/status: some of {', '.join(COMPONENTS)} (default: all)")
     args = ap.parse_args(argv)
     try:
         if args.command == "up":
-            up()
-            _print_status()
+            up(components=args.components)
+            _print_status(args.components)
         elif args.command == "down":
-            down()
-            _print_status()
+            down(args.components)
+            _print_status(args.components)
         elif args.command == "status":
-            return 0 if _print_status() else 3
+            return 0 if _print_status(args.components) else 3
         elif args.command == "connect-pg":
             s = POSTGRES
             os.environ["PGPASSWORD"] = s.password

@@ -19,7 +19,6 @@ LAKECOMPACT_PROPERTY_SHRINK=1.
 from __future__ import annotations
 
 import itertools
-import uuid
 
 import pytest
 from hypothesis import given
@@ -37,6 +36,7 @@ from tests.semantics.test_property import (
     same,
     scenarios,
 )
+from tests.support.databases import database_name
 from tests.support.debezium import Topic
 from tests.support.lake import Lake
 
@@ -193,4 +193,4 @@ def run_scenario(spark, root, scenario: Scenario, database: str) -> None:
 @given(scenario=scenarios())
 def test_change_feeds_follow_the_reference_model(spark, tmp_path_factory, scenario):
     n = next(_examples)
-    run_scenario(spark, tmp_path_factory.mktemp(f"feedprop{n}"), scenario, f"feedprop{n}_{uuid.uuid4().hex[:8]}")
+    run_scenario(spark, tmp_path_factory.mktemp(f"feedprop{n}"), scenario, database_name())

@@ -16,6 +16,7 @@ from lakecompact.storage import exclusive_lock
 from lakecompact.views.history import history
 from lakecompact.views.status import status
 from tests.support.crash import Crash, crash_once
+from tests.support.databases import database_name
 from tests.support.debezium import INT, TEXT, Topic
 
 T = "public_items"
@@ -237,7 +238,7 @@ def four_versions(spark, tmp_path_factory):
     """K = 2, 8 buckets: v1 writes every bucket, v2..v4 rewrite only key 1's bucket."""
     from tests.support.lake import Lake
 
-    lake = Lake(spark, tmp_path_factory.mktemp("keep_versions"), "lake_keep_versions",
+    lake = Lake(spark, tmp_path_factory.mktemp("keep_versions"), database_name(),
                 defaults={"buckets": 8, "keep_versions": 2})
     pg = topic()
     lake.write([pg.event("c", {"id": i, "name": f"n{i}"}, 1000 + i) for i in KEYS])

@@ -1,8 +1,8 @@
-"""Fixtures for the end-to-end tests (Kafka + Debezium + PostgreSQL + MariaDB).
+"""Fixtures for the end-to-end tests (Kafka + Debezium + PostgreSQL + MariaDB + the Hive metastore).
 
 ``stack``: the scripts/stack/stack.py module, with the stack up for the whole
-session (``down()`` at the end unless LAKECOMPACT_KEEP_STACK=1 or the stack
-was already running when the session began). Skips when
+session (at the end, what this fixture started is stopped, unless
+LAKECOMPACT_KEEP_STACK=1; what already ran when the session began stays up). Skips when
 scripts/stack/install.sh has not run, or fails then if
 LAKECOMPACT_E2E_REQUIRED=1.
 
@@ -47,16 +47,16 @@ def stack():
         if os.environ.get("LAKECOMPACT_E2E_REQUIRED") == "1":
             pytest.fail(msg)
         pytest.skip(msg)
-    # A stack that already ran before this session belongs to someone else
-    # (a person trying things, another test run in the same tree): leave it up.
-    already_up = all(c["ready"] for c in st.status().values())
+    # What already ran before this fixture belongs to someone else (a person trying things, another test run
+    # in the same tree, the suite's shared metastore): leave it up.
+    started = [name for name, info in st.status().items() if not info["ready"]]
     st.up()
     yield st
-    if os.environ.get("LAKECOMPACT_KEEP_STACK") == "1" or already_up:
-        why = "LAKECOMPACT_KEEP_STACK=1" if not already_up else "it was running before the tests"
-        print(f"\nleaving the e2e stack running ({why}); stop it with: python scripts/stack/stack.py down")
-    else:
-        st.down()
+    if os.environ.get("LAKECOMPACT_KEEP_STACK") == "1":
+        print("\nleaving the e2e stack running (LAKECOMPACT_KEEP_STACK=1); stop it with: "
+              "python scripts/stack/stack.py down")
+    elif started:
+        st.down(started)
 
 
 @pytest.fixture(scope="session")

@@ -17,13 +17,13 @@ import itertools
 import json
 import os
 import re
-import uuid
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from lakecompact.catalog import Catalog
 from tests.semantics.reference import expected_view
+from tests.support.databases import database_name
 from tests.support.debezium import INT, TEXT, Topic
 from tests.support.lake import Lake
 
@@ -109,7 +109,7 @@ def histories(draw):
 @given(history=histories())
 def test_valid_events_land_exactly_and_every_damaged_line_is_quarantined(spark, tmp_path_factory, capsys, history):
     files, model, damaged = history
-    lake = Lake(spark, tmp_path_factory.mktemp(f"damage{next(_examples)}"), f"dmg_{uuid.uuid4().hex[:8]}")
+    lake = Lake(spark, tmp_path_factory.mktemp(f"damage{next(_examples)}"), database_name())
     for n, lines in enumerate(files):
         text = b"".join(line + b"\n" for line in lines)
         (lake.events_dir / f"part-{n}.jsonl").write_bytes(text.replace(HUGE_MARK.encode(), HUGE_TEXT.encode()))

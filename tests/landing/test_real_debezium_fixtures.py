@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e import support
+from tests.support.databases import database_name
 from tests.support.lake import Lake
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "debezium"
@@ -56,7 +57,7 @@ def landed(request, spark, tmp_path_factory):
     """The fixture of one connector landed in two batches, with the comparisons after each step."""
     name = request.param
     lines, expected = _load(name)
-    lake = Lake(spark, tmp_path_factory.mktemp(f"real_{name}"), f"real_debezium_{name}")
+    lake = Lake(spark, tmp_path_factory.mktemp(f"real_{name}"), database_name())
     first = expected["first_batch_lines"]
     lake.write(lines[:first], name=f"{name}.jsonl", mode="w")
     first_report = lake.land()

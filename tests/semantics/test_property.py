@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import uuid
 from dataclasses import dataclass
 
 import pytest
@@ -47,6 +46,7 @@ from hypothesis import strategies as st
 
 from tests.semantics.reference import PLACEHOLDER as MODEL_PLACEHOLDER
 from tests.semantics.reference import expected_base, expected_view
+from tests.support.databases import database_name
 from tests.support.debezium import INT, PLACEHOLDER, TEXT, Topic
 from tests.support.lake import Lake
 
@@ -359,7 +359,7 @@ def property_settings(default_examples: int):
 @given(scenario=scenarios())
 def test_view_and_base_follow_the_reference_model(spark, tmp_path_factory, scenario):
     n = next(_examples)
-    run_scenario(spark, tmp_path_factory.mktemp(f"property{n}"), scenario, f"prop{n}_{uuid.uuid4().hex[:8]}")
+    run_scenario(spark, tmp_path_factory.mktemp(f"property{n}"), scenario, database_name())
 
 
 # -- a hand-written history that exercises every rule at once ------------------------------------------------

@@ -1,0 +1,120 @@
+"""Side by side on the shared Hive metastore (the stack's thrift service, backed by PostgreSQL): a lander and one
+compactor per table run at once as separate OS processes, as cron or a scheduler starts them, while event files
+arrive with late, duplicate and out-of-order events, deletes and TOAST placeholders; a second compactor of one
+table runs alongside the first. On the embedded metastore the same schedule has to wait process by process
+(tests/test_metastore_guard.py).
+
+Three tables and one round side by side, not the eight tables and several rounds of the issue: each process is a
+driver JVM, and on this machine's two cores the six processes of a round take about two minutes."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.semantics.reference import expected_view
+from tests.support.databases import database_name
+from tests.test_cli import ROOT
+from tests.test_run import Source, deliver, read_views
+
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+
+TABLES = {f"public_t{n}": f"side.public.t{n}" for n in range(3)}
+TWICE = "public_t0"  # two compactors at once, every round
+LANDED = re.compile(r"^  \S+\.(\w+): (\d+) rows landed in batch (\d+)")
+COMPACTED = re.compile(r"^compact (\w+): base v(\d+) -> v(\d+): (\d+) events from")
+
+
+def start(config: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "lakecompact", "--config", str(config), *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(process: subprocess.Popen) -> list[str]:
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, f"{process.args[4:]} exited {process.returncode}: {err[-3000:]}"
+    return out.splitlines()
+
+
+def test_a_lander_and_per_table_compactors_run_at_once_and_every_view_is_exact(stack, tmp_path):
+    rng = random.Random(20261124)
+    database = database_name()
+    config = tmp_path / "lakecompact.toml"
+    config.write_text(
+        f'warehouse = "{tmp_path / "warehouse"}"\ndatabase = "{database}"\n'
+        f'[source]\nkind = "files"\npaths = ["{tmp_path / "events"}/*.jsonl"]\n'
+        f'[metastore]\nuri = "{stack.METASTORE_URI}"\n'
+        '[defaults]\nbuckets = 2\n[spark.conf]\n"spark.sql.shuffle.partitions" = "2"\n'
+    )
+    events = tmp_path / "events"
+    events.mkdir()
+    sources = {table: Source(topic, rng) for table, topic in TABLES.items()}
+    by_topic = {source.topic.name: table for table, source in sources.items()}
+    positions = iter(range(95, 100_000, 3))  # LSNs that cross 99 -> 101: compared as numbers
+    delivered: Counter = Counter()  # change events per table (tombstones are skipped, not landed)
+    landed: Counter = Counter()
+    compacted: Counter = Counter()
+    batches: Counter = Counter()  # (table, batch) landed
+    held_back: list[dict] = []
+    sent: list[dict] = []
+
+    def record(lines: list[str]) -> None:
+        for line in lines:
+            if match := LANDED.match(line):
+                landed[match[1]] += int(match[2])
+                batches[match[1], int(match[3])] += 1
+            elif match := COMPACTED.match(line):
+                compacted[match[1]] += int(match[4])
+
+    def next_round(number: int, hold_back: bool) -> None:
+        """A file of this round's changes (some held back for the next round when `hold_back`), the last round's
+        held-back (late) changes and redeliveries of earlier lines, shuffled."""
+        nonlocal held_back, sent
+        lines, held_back = held_back, []
+        for source in sources.values():
+            for key in range(1, 7):
+                for _ in range(rng.randint(1, 2)):
+                    late = hold_back and rng.random() < 0.15
+                    (held_back if late else lines).extend(source.change(key, next(positions)))
+        lines += [sources[by_topic[line["topic"]]].redelivered(line, same_offset=rng.random() < 0.5)
+                  for line in rng.sample(sent, min(4, len(sent)))]
+        rng.shuffle(lines)
+        sent += [line for line in lines if line["payload"] is not None]
+        delivered.update(by_topic[line["topic"]] for line in lines if line["payload"] is not None)
+        deliver(events, f"round-{number}", lines)
+
+    next_round(1, hold_back=True)
+    record(finish(start(config, "land")))  # the tables exist from here on: a compactor of an unknown one fails
+    next_round(2, hold_back=False)
+    # all at once: the lander lands round 2 while the compactors fold in what is registered when they look
+    lander = start(config, "land")
+    compactors = {table: start(config, "compact", "--table", table) for table in TABLES}
+    second = start(config, "compact", "--table", TWICE)
+    record(finish(lander))
+    outputs = {table: finish(process) for table, process in compactors.items()}
+    both = [outputs[TWICE], finish(second)]
+    for lines_out in [*outputs.values(), both[1]]:
+        record(lines_out)
+    # the lock lets one compactor of the table work; the other found it busy (exit 0), or came after it
+    for lines_out in both:
+        assert any(COMPACTED.match(line) or "skipped, table public_t0 is being compacted" in line
+                   or "nothing pending" in line for line in lines_out), lines_out
+
+    assert set(batches.values()) == {1}  # no batch of a table landed twice
+    assert landed == delivered  # every event landed once: none lost, no batch landed twice
+    # and each landed event is either in a base version, once, or still pending (landed after its compactor looked)
+    status = subprocess.run([sys.executable, "-m", "lakecompact", "--config", str(config), "status", "--json"],
+                            cwd=ROOT, capture_output=True, text=True, check=True)  # files only: no JVM
+    pending = {row["table"].split(".")[1]: row["pending_events"] for row in map(json.loads, status.stdout.splitlines())}
+    assert compacted + Counter(pending) == delivered
+    assert sum(compacted.values()) > 0  # round 1 was compacted side by side with landing round 2
+    seen = read_views(config, database, TABLES)
+    for table, source in sources.items():
+        assert seen[table] == expected_view(source.model), table
