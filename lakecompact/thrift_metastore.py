@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 import socket
+import sys
 import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
+from lakecompact import retry
 from lakecompact.config import MetastoreConfig
 from lakecompact.errors import MetastoreUnavailable
 from lakecompact.report import warn
@@ -52,8 +54,10 @@ def wait_until_reachable(
     """Return once one of the URI's addresses accepts a connection; MetastoreUnavailable after the timeout."""
     timeout = metastore.connect_timeout_seconds
     deadline = clock() + timeout
-    delay, last = 0.5, ""
-    while True:
+    last = ""
+    # the project's backoff (retry.py), bounded by the deadline rather than by a number of attempts
+    for attempt in retry.attempts(sys.maxsize, 0.5, max_backoff_seconds=5.0,
+                                  sleep=lambda seconds: sleep(max(0.0, min(seconds, deadline - clock())))):
         for host, port in addresses(metastore.uri):
             try:
                 connect((host, port), timeout=5).close()
@@ -62,10 +66,8 @@ def wait_until_reachable(
                 last = f"{host}:{port}: {exc.strerror or exc}"
         if clock() >= deadline:
             raise MetastoreUnavailable(metastore.uri, timeout, last)
-        if not delay > 0.5:
+        if attempt == 0:
             warn(f"the Hive metastore {metastore.uri} does not answer ({last}); trying for up to {timeout:.0f}s")
-        sleep(max(0.0, min(delay, deadline - clock())))
-        delay = min(delay * 2, 5.0)
 
 
 def as_outage(error: BaseException, metastore: MetastoreConfig) -> MetastoreUnavailable | None:
