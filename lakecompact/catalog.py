@@ -165,27 +165,27 @@ class Catalog:
         paths = self.paths(schema.table)
         properties = self._schema_properties(schema)
         return {
-            "base": ("create_table.sql.j2", dict(
-                table=base_table(schema.table),
-                columns=schema.columns + list(META_COLUMNS) + list(BASE_EXTRA),
-                partitions=[BASE_PARTITION],
-                location=paths.base,
-                properties={**properties, VERSION_PROPERTY: "0"},
-            )),
-            "increments": ("create_table.sql.j2", dict(
-                table=increments_table(schema.table),
-                columns=schema.columns + list(META_COLUMNS),
-                partitions=list(INCREMENT_PARTITIONS),
-                location=paths.increments,
-                properties=properties,
-            )),
-            "changes": ("create_table.sql.j2", dict(
-                table=changes_table(schema.table),
-                columns=change_columns(schema),
-                partitions=[CHANGE_PARTITION],
-                location=paths.changes_root,
-                properties=properties,
-            )),
+            "base": ("create_table.sql.j2", {
+                "table": base_table(schema.table),
+                "columns": schema.columns + list(META_COLUMNS) + list(BASE_EXTRA),
+                "partitions": [BASE_PARTITION],
+                "location": paths.base,
+                "properties": {**properties, VERSION_PROPERTY: "0"},
+            }),
+            "increments": ("create_table.sql.j2", {
+                "table": increments_table(schema.table),
+                "columns": schema.columns + list(META_COLUMNS),
+                "partitions": list(INCREMENT_PARTITIONS),
+                "location": paths.increments,
+                "properties": properties,
+            }),
+            "changes": ("create_table.sql.j2", {
+                "table": changes_table(schema.table),
+                "columns": change_columns(schema),
+                "partitions": [CHANGE_PARTITION],
+                "location": paths.changes_root,
+                "properties": properties,
+            }),
             "view": (view_definition.TEMPLATE, view_definition.view_context(schema, self.database)),
         }
 

@@ -39,10 +39,14 @@ class Context:
         return create_session(self.config, wait=not self.args.no_wait, verbose=self.args.verbose)
 
     def outage(self, error: BaseException):
-        """The one-line error for a failure that says the shared metastore is gone (None: another failure)."""
+        """The one-line error for a failure that says the shared metastore or the Kafka brokers are gone (None:
+        another failure)."""
+        from lakecompact.landing import kafka
         from lakecompact.thrift_metastore import as_outage
 
-        return as_outage(error, self.config.metastore) if "config" in self.__dict__ else None
+        if "config" not in self.__dict__:
+            return None
+        return as_outage(error, self.config.metastore) or kafka.as_outage(error, self.config.source)
 
     def files_only(self):
         """For commands that read the lake's files only: no session (no JVM) when the warehouse is local."""

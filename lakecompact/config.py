@@ -134,6 +134,7 @@ class SourceConfig:
     topic_pattern: str = ""
     starting_offsets: Literal["earliest", "latest"] = "earliest"
     max_events_per_batch: int = 0
+    connect_timeout_seconds: float = 120.0  # how long Kafka brokers that do not answer are waited for
     kafka_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets (sasl.jaas.config)
 
 
@@ -173,6 +174,13 @@ class RunConfig:
 
 
 @dataclass(frozen=True)
+class LocksConfig:
+    """The lock files of the lander and of each table's compactor (README "Running in production")."""
+
+    lease_seconds: float = 300.0  # a holder on another host that has not renewed its lock for this long is gone
+
+
+@dataclass(frozen=True)
 class Config:
     warehouse: str
     database: str = "lake"
@@ -185,6 +193,7 @@ class Config:
     registry: RegistryConfig | None = None
     hooks: tuple[HookConfig, ...] = ()
     run: RunConfig = field(default_factory=RunConfig)
+    locks: LocksConfig = field(default_factory=LocksConfig)
 
     def table(self, name: str) -> TableConfig:
         return self.tables.get(name, self.defaults)
@@ -362,6 +371,8 @@ def _check(section: Any, where: str) -> None:
         else:
             _require(bool(section.bootstrap_servers), f"{at}bootstrap_servers", "host:port[,host:port]")
             _require(bool(section.topics or section.topic_pattern), f"{at}topics", "a list of topics, or source.topic_pattern")
+            _require(_is_number(section.connect_timeout_seconds) and section.connect_timeout_seconds > 0,
+                     f"{at}connect_timeout_seconds", "a number of seconds > 0", section.connect_timeout_seconds)
     elif isinstance(section, MetastoreConfig):
         uris = section.uri.split(",") if section.uri else []
         _require(all(u.startswith("thrift://") and u[len("thrift://"):] for u in uris), f"{at}uri",
@@ -385,6 +396,9 @@ def _check(section: Any, where: str) -> None:
         _require(0 <= section.metrics_port <= 65535, f"{at}metrics_port", "a TCP port (0: no metrics endpoint)",
                  section.metrics_port)
         _require(bool(section.metrics_host), f"{at}metrics_host", "a host name or address to listen on")
+    elif isinstance(section, LocksConfig):
+        _require(_is_number(section.lease_seconds) and section.lease_seconds >= 10, f"{at}lease_seconds",
+                 "a number of seconds >= 10 (a holder renews its lease every quarter of it)", section.lease_seconds)
     elif isinstance(section, Config):
         _require(bool(section.warehouse), "warehouse", "a path or URI for the lake's root")
         _require("://" in section.warehouse or section.warehouse.startswith("/"),
@@ -395,6 +409,7 @@ def _check(section: Any, where: str) -> None:
         _check(section.naming, "naming")
         _check(section.defaults, "defaults")
         _check(section.run, "run")
+        _check(section.locks, "locks")
         for name, table in section.tables.items():
             _check(table, f"tables.{name}")
     else:

@@ -101,3 +101,9 @@ class InputFileError(LakecompactError):
     def __init__(self, option: str, path: str, expected: str, problem: str):
         self.option, self.path = option, path
         super().__init__(f"{option} {path}: expected {expected}; {problem}")
+
+
+class KafkaUnavailable(ServiceUnavailable):
+    def __init__(self, servers: str, seconds: float, last: str):
+        self.servers, self.seconds, self.last = servers, seconds, last
+        super().__init__(f"the Kafka brokers {servers} did not answer within {seconds:.0f}s; last: {last}")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import socket
+import sys
 import time
 from collections.abc import Callable, Iterator
 
@@ -27,3 +29,32 @@ def attempts(
         if attempt:
             sleep(min(backoff_seconds * 2 ** (attempt - 1), max_backoff_seconds))
         yield attempt
+
+
+def wait_until_reachable(
+    addresses: list[tuple[str, int]],
+    timeout_seconds: float,
+    *,
+    waiting: Callable[[str], None],
+    connect: Callable[..., socket.socket] = socket.create_connection,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> str | None:
+    """None once one of the addresses accepts a TCP connection; after `timeout_seconds` without one, the last
+    failure ("host:port: reason"). `waiting(last)` is called once, when the first round failed."""
+    deadline = clock() + timeout_seconds
+    last = ""
+    # backoff bounded by the deadline rather than by a number of attempts
+    for attempt in attempts(sys.maxsize, 0.5, max_backoff_seconds=5.0,
+                            sleep=lambda seconds: sleep(max(0.0, min(seconds, deadline - clock())))):
+        for host, port in addresses:
+            try:
+                connect((host, port), timeout=5).close()
+                return None
+            except OSError as exc:
+                last = f"{host}:{port}: {exc.strerror or exc}"
+        if clock() >= deadline:
+            return last
+        if attempt == 0:
+            waiting(last)
+    raise AssertionError("unreachable: attempts() never ends")

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import socket
+import threading
 import time
 import uuid
 from contextlib import contextmanager
@@ -19,6 +20,9 @@ from pyspark.sql import SparkSession
 
 from lakecompact.errors import LockHeld
 from lakecompact.report import warn
+
+DEFAULT_LEASE_SECONDS = 300.0  # as config.LocksConfig
+UNWRITTEN_LOCK_SECONDS = 60.0  # a holder writes its name right after creating the file
 
 
 class Storage:
@@ -100,6 +104,10 @@ class Storage:
             stream.write(bytearray(text.encode("utf-8")))
         finally:
             stream.close()
+
+    def touch(self, path: str) -> None:
+        """Set the file's modification time to now (a lock's lease renewed), leaving its content alone."""
+        self._fs.setTimes(self._path(path), int(time.time() * 1000), -1)
 
     def age_seconds(self, path: str) -> float:
         """Seconds since the file was last written."""
@@ -187,25 +195,66 @@ class VersionedState:
 
 
 @contextmanager
-def exclusive_lock(storage: Storage, path: str, subject: str):
+def exclusive_lock(storage: Storage, path: str, subject: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS):
     """One job at a time where it matters (a table's compactor, the lake's lander): an exclusive lock file.
 
-    `subject` says what the holder does, e.g. "table t is being compacted". A lock left by a process of this
-    host that is gone (killed, say) is taken over, with a warning; a live holder's lock is never touched.
+    `subject` says what the holder does, e.g. "table t is being compacted". The holder renews its lease (the
+    file's modification time) every quarter of `lease_seconds`. A lock is taken over, with a warning, when its
+    holder ran on this host and its process is gone (killed, say), or ran on another host and has not renewed
+    it for `lease_seconds`; a live holder's lock on this host is never touched.
     """
     owner = f"pid {os.getpid()} on {socket.gethostname()} by {getpass.getuser()} since {datetime.now(UTC):%Y-%m-%d %H:%M:%S}Z"
     held_by = _try_lock(storage, path, owner)
-    if held_by is not None and _is_stale(held_by, storage, path):
-        warn(f"{path} was left by a process that is gone ({held_by}); taking it over")
-        if storage.read_text(path) == held_by:  # nobody took it over meanwhile
+    gone = held_by is not None and _why_stale(held_by, storage, path, lease_seconds)
+    if gone:
+        warn(f"{path} was left by a process that {gone} ({held_by}); taking it over")
+        if _holder(storage, path) == held_by:  # nobody took it over meanwhile
             storage.delete(path)
         held_by = _try_lock(storage, path, owner)
     if held_by is not None:
         raise LockHeld(subject, path, held_by)
+    renewal = _LeaseRenewal(storage, path, owner, lease_seconds / 4)
+    renewal.start()
     try:
         yield
     finally:
-        storage.delete(path)
+        renewal.stop()
+        if _holder(storage, path) == owner:  # else another job took it over: its lock now, not ours to remove
+            storage.delete(path)
+
+
+class _LeaseRenewal(threading.Thread):
+    """Touches the lock file while its job runs, so that other hosts see the holder is alive."""
+
+    def __init__(self, storage: Storage, path: str, owner: str, every_seconds: float):
+        super().__init__(name=f"lease {path}", daemon=True)
+        self.storage, self.path, self.owner, self.every_seconds = storage, path, owner, every_seconds
+        self._stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self._stopped.wait(self.every_seconds):
+            try:
+                if _holder(self.storage, self.path) != self.owner:
+                    warn(f"{self.path} was taken over by another job while this one held it (its lease was not "
+                         "renewed in time: was this process paused?)")
+                    return
+                self.storage.touch(self.path)
+            except Exception as exc:  # noqa: BLE001 - the next round tries again; the job itself goes on
+                if self._stopped.is_set():
+                    return
+                warn(f"could not renew the lease of {self.path}: {exc}".splitlines()[0])
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self.join()
+
+
+def _holder(storage: Storage, path: str) -> str | None:
+    """What the lock file says (None: there is none)."""
+    try:
+        return storage.read_text(path)
+    except Exception:  # noqa: BLE001 - removed meanwhile (a Py4J FileNotFoundException)
+        return None
 
 
 def _try_lock(storage: Storage, path: str, owner: str) -> str | None:
@@ -222,25 +271,27 @@ def _try_lock(storage: Storage, path: str, owner: str) -> str | None:
         return "unknown"
 
 
-def _is_stale(held_by: str, storage: Storage, path: str) -> bool:
-    """The holder ran on this host and its process is gone; or the lock says no holder at all, long after it
-    was created (its process was killed between creating the file and writing its name in it)."""
+def _why_stale(held_by: str, storage: Storage, path: str, lease_seconds: float) -> str:
+    """Why the holder is taken to be gone ("" while it may be alive): it ran on this host and its process is
+    gone; it ran on another host and its lease has not been renewed for `lease_seconds`; or the lock names no
+    holder at all, long after it was created (its process was killed between creating the file and writing its
+    name in it)."""
+    try:
+        age = storage.age_seconds(path)
+    except Exception:  # noqa: BLE001 - removed meanwhile: try again
+        return "is gone"
     match = _OWNER.match(held_by)
     if match is None:
-        try:
-            return held_by != "unknown" and storage.age_seconds(path) > UNWRITTEN_LOCK_SECONDS
-        except Exception:  # noqa: BLE001 - removed meanwhile: try again
-            return True
+        return "never wrote its name" if held_by != "unknown" and age > UNWRITTEN_LOCK_SECONDS else ""
     if match["host"] != socket.gethostname():
-        return False
+        return f"has not renewed its lease for {age:.0f} s" if age > lease_seconds else ""
     try:
         os.kill(int(match["pid"]), 0)
     except ProcessLookupError:
-        return True
+        return "is gone"
     except PermissionError:  # alive, another user's
-        return False
-    return False
+        return ""
+    return ""
 
 
-UNWRITTEN_LOCK_SECONDS = 60.0  # a holder writes its name right after creating the file
 _OWNER = re.compile(r"^pid (?P<pid>\d+) on (?P<host>\S+) ")

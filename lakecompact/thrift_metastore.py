@@ -8,10 +8,6 @@ for as long (`metastore.connect_timeout_seconds`), and turns what still fails in
 from __future__ import annotations
 
 import math
-import socket
-import sys
-import time
-from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from lakecompact import retry
@@ -44,30 +40,16 @@ def client_conf(metastore: MetastoreConfig) -> dict[str, str]:
     }
 
 
-def wait_until_reachable(
-    metastore: MetastoreConfig,
-    *,
-    connect: Callable[..., socket.socket] = socket.create_connection,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
-) -> None:
-    """Return once one of the URI's addresses accepts a connection; MetastoreUnavailable after the timeout."""
+def wait_until_reachable(metastore: MetastoreConfig, **probing) -> None:
+    """Return once one of the URI's addresses accepts a connection; MetastoreUnavailable after the timeout.
+    `probing`: retry.wait_until_reachable's connect, sleep and clock (tests)."""
     timeout = metastore.connect_timeout_seconds
-    deadline = clock() + timeout
-    last = ""
-    # the project's backoff (retry.py), bounded by the deadline rather than by a number of attempts
-    for attempt in retry.attempts(sys.maxsize, 0.5, max_backoff_seconds=5.0,
-                                  sleep=lambda seconds: sleep(max(0.0, min(seconds, deadline - clock())))):
-        for host, port in addresses(metastore.uri):
-            try:
-                connect((host, port), timeout=5).close()
-                return
-            except OSError as exc:
-                last = f"{host}:{port}: {exc.strerror or exc}"
-        if clock() >= deadline:
-            raise MetastoreUnavailable(metastore.uri, timeout, last)
-        if attempt == 0:
-            warn(f"the Hive metastore {metastore.uri} does not answer ({last}); trying for up to {timeout:.0f}s")
+    last = retry.wait_until_reachable(
+        addresses(metastore.uri), timeout, **probing,
+        waiting=lambda last: warn(f"the Hive metastore {metastore.uri} does not answer ({last}); trying for up to {timeout:.0f}s"),
+    )
+    if last is not None:
+        raise MetastoreUnavailable(metastore.uri, timeout, last)
 
 
 def as_outage(error: BaseException, metastore: MetastoreConfig) -> MetastoreUnavailable | None:

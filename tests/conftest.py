@@ -33,9 +33,13 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    # soak tests run only when asked for by name (-m soak): each takes minutes of kills and restarts
+    soak_asked = "soak" in (config.getoption("markexpr") or "")
     for item in items:
         if any(name in getattr(item, "fixturenames", ()) for name in SPARK_FIXTURES):
             item.add_marker(pytest.mark.spark)
+        if "soak" in item.keywords and not soak_asked:
+            item.add_marker(pytest.mark.skip(reason="a soak test: run it with scripts/test.sh -m soak"))
 
 
 @pytest.fixture(scope="session")

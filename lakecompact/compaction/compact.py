@@ -92,7 +92,8 @@ class Compactor:
         self.changes_table = changes_table(table)
 
     def lock(self):
-        return exclusive_lock(self.storage, self.paths.compaction_lock, f"table {self.table} is being compacted")
+        return exclusive_lock(self.storage, self.paths.compaction_lock, f"table {self.table} is being compacted",
+                              lease_seconds=self.config.locks.lease_seconds)
 
     # -- recovery --------------------------------------------------------------------------------
     def converge(self) -> Manifest:

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lakecompact import retry
 from lakecompact.config import SourceConfig
-from lakecompact.errors import LakecompactError
+from lakecompact.errors import KafkaUnavailable, LakecompactError
 from lakecompact.report import warn
 
 RAW_SCHEMA = (
@@ -24,8 +25,57 @@ RAW_SCHEMA = (
 )
 
 
-class KafkaUnavailable(LakecompactError):
-    pass
+class KafkaClientError(LakecompactError):
+    """The Kafka client cannot be made: its jars are missing, or a setting is wrong."""
+
+
+# what the Kafka client's exceptions say when the brokers stopped answering (planning, and Spark's reader)
+OUTAGE_SIGNS = (
+    "org.apache.kafka.common.errors.TimeoutException",
+    "java.util.concurrent.TimeoutException: Cannot fetch record",
+)
+
+
+def broker_addresses(servers: str) -> list[tuple[str, int]]:
+    """host and port of each entry of `bootstrap.servers` (`host:port`, or `LISTENER://host:port`)."""
+    found = []
+    for entry in filter(None, (e.strip() for e in servers.split(","))):
+        address = entry.rpartition("://")[2]
+        host, colon, port = address.rpartition(":")
+        if not colon or not port.isdigit() or host.count(":") and not host.endswith("]"):  # no port given
+            host, port = address, "9092"
+        found.append((host.strip("[]"), int(port)))
+    return found
+
+
+def wait_for_brokers(source: SourceConfig) -> None:
+    """Return once a bootstrap server accepts a connection; KafkaUnavailable after source.connect_timeout_seconds."""
+    timeout = source.connect_timeout_seconds
+    last = retry.wait_until_reachable(
+        broker_addresses(source.bootstrap_servers), timeout,
+        waiting=lambda last: warn(f"the Kafka brokers {source.bootstrap_servers} do not answer ({last}); "
+                                  f"trying for up to {timeout:.0f}s"),
+    )
+    if last is not None:
+        raise KafkaUnavailable(source.bootstrap_servers, timeout, last)
+
+
+def as_outage(error: BaseException, source: SourceConfig) -> KafkaUnavailable | None:
+    """The one-line error for a failure that says the Kafka brokers stopped answering, else None."""
+    if source.kind != "kafka":
+        return None
+    sign = next((s for s in OUTAGE_SIGNS if s in str(error)), None)
+    if sign is None:
+        return None
+    return KafkaUnavailable(source.bootstrap_servers, source.connect_timeout_seconds, f"the Kafka client: {sign}")
+
+
+def _timeout_ms(source: SourceConfig) -> str:
+    return str(int(source.connect_timeout_seconds * 1000))
+
+
+def _request_timeout_ms(source: SourceConfig) -> str:
+    return str(min(30000, int(source.connect_timeout_seconds * 1000)))
 
 
 def _client_properties(spark: SparkSession, source: SourceConfig):
@@ -33,8 +83,8 @@ def _client_properties(spark: SparkSession, source: SourceConfig):
     props.setProperty("bootstrap.servers", source.bootstrap_servers)
     props.setProperty("group.id", "lakecompact-planner")
     props.setProperty("enable.auto.commit", "false")
-    props.setProperty("request.timeout.ms", "30000")
-    props.setProperty("default.api.timeout.ms", "60000")
+    props.setProperty("request.timeout.ms", _request_timeout_ms(source))
+    props.setProperty("default.api.timeout.ms", _timeout_ms(source))
     deserializer = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
     props.setProperty("key.deserializer", deserializer)
     props.setProperty("value.deserializer", deserializer)
@@ -48,7 +98,7 @@ def _consumer(spark: SparkSession, source: SourceConfig):
     try:
         return jvm.org.apache.kafka.clients.consumer.KafkaConsumer(_client_properties(spark, source))
     except Exception as exc:  # noqa: BLE001 - py4j wraps a missing class or a bad setting
-        raise KafkaUnavailable(
+        raise KafkaClientError(
             "cannot create a Kafka client: expected the spark-sql-kafka-0-10 jars on the classpath "
             f"(scripts/stack/install.sh fetches them; on a cluster use --packages) and valid settings ({exc})"
         ) from None
@@ -100,6 +150,7 @@ def plan(
 def partition_bounds(spark: SparkSession, source: SourceConfig) -> list[PartitionBounds]:
     """The bounds of every partition of the source's topics, as the brokers give them now."""
     jvm = spark.sparkContext._jvm
+    wait_for_brokers(source)
     consumer = _consumer(spark, source)
     try:
         partitions = jvm.java.util.ArrayList()
@@ -110,6 +161,8 @@ def partition_bounds(spark: SparkSession, source: SourceConfig) -> list[Partitio
             return []
         ends = consumer.endOffsets(partitions)
         begins = consumer.beginningOffsets(partitions)
+    except Exception as exc:  # noqa: BLE001 - py4j wraps the client's TimeoutException
+        raise as_outage(exc, source) or exc from None
     finally:
         consumer.close()
     bounds = [PartitionBounds(tp.topic(), tp.partition(), int(begins.get(tp)), int(ends.get(tp))) for tp in partitions]
@@ -180,6 +233,10 @@ def read(spark: SparkSession, source: SourceConfig, ranges: dict[str, dict[str, 
         .option("startingOffsets", json.dumps(starting))
         .option("endingOffsets", json.dumps(ending))
         .option("failOnDataLoss", "true")
+        # brokers gone mid-read: the job fails after about source.connect_timeout_seconds
+        .option("kafkaConsumer.pollTimeoutMs", _timeout_ms(source))
+        .option("kafka.default.api.timeout.ms", _timeout_ms(source))
+        .option("kafka.request.timeout.ms", _request_timeout_ms(source))
     )
     for key, value in source.kafka_options.items():
         reader = reader.option(key if key.startswith("kafka.") else f"kafka.{key}", value)

@@ -99,7 +99,8 @@ class Landing:
             check_one_table_landing(self.config)
         self.catalog.ensure_database()
         lock = f"{self.catalog.root}/_state/land.lock"
-        with exclusive_lock(self.storage, lock, f"database {self.config.database} is being landed into"):
+        with exclusive_lock(self.storage, lock, f"database {self.config.database} is being landed into",
+                            lease_seconds=self.config.locks.lease_seconds):
             return self._run(requeue, table, quiet_when_idle)
 
     def _run(self, requeue: str | None, table: str | None, quiet_when_idle: bool) -> LandReport:

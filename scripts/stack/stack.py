@@ -8,9 +8,12 @@ CLI::
     python scripts/stack/stack.py up|down|status [COMPONENT...]
     python scripts/stack/stack.py connect-pg|connect-mariadb
 
-Components: postgres, mariadb, kafka, connect, metastore (default: all).
-``up metastore`` starts only what the metastore needs (PostgreSQL and it);
-lakecompact then uses it with ``[metastore] uri = "thrift://127.0.0.1:19083"``.
+Components: postgres, mariadb, kafka, connect, metastore (default: all), and
+thriftserver, started only when named: Spark's Thrift JDBC/ODBC server (HiveServer2
+protocol) on the same metastore, for beeline and BI tools
+(``jdbc:hive2://127.0.0.1:19010/default``). ``up metastore`` starts only what the
+metastore needs (PostgreSQL and it); lakecompact then uses it with
+``[metastore] uri = "thrift://127.0.0.1:19083"``.
 
 ``connect-pg`` / ``connect-mariadb`` open psql / the mariadb client on the
 stack's ``lake_src`` database as user ``lake``.
@@ -33,6 +36,7 @@ Environment overrides (read at import time):
     LAKECOMPACT_MARIADB_PORT     13306    LAKECOMPACT_METASTORE_PORT       19083
     LAKECOMPACT_KAFKA_HEAP / LAKECOMPACT_CONNECT_HEAP   JVM -Xmx (default 512m)
     LAKECOMPACT_METASTORE_HEAP                          JVM -Xmx (default 384m)
+    LAKECOMPACT_THRIFTSERVER_PORT 19010  LAKECOMPACT_THRIFTSERVER_HEAP (default 768m)
 """
 from __future__ import annotations
 
@@ -75,12 +79,15 @@ PG_PORT = _env_int("LAKECOMPACT_PG_PORT", 15432)
 MARIADB_PORT = _env_int("LAKECOMPACT_MARIADB_PORT", 13306)
 METASTORE_PORT = _env_int("LAKECOMPACT_METASTORE_PORT", 19083)
 METASTORE_HEAP = os.environ.get("LAKECOMPACT_METASTORE_HEAP", "384m")
+THRIFTSERVER_PORT = _env_int("LAKECOMPACT_THRIFTSERVER_PORT", 19010)
+THRIFTSERVER_HEAP = os.environ.get("LAKECOMPACT_THRIFTSERVER_HEAP", "768m")
 KAFKA_HEAP = os.environ.get("LAKECOMPACT_KAFKA_HEAP", "512m")
 CONNECT_HEAP = os.environ.get("LAKECOMPACT_CONNECT_HEAP", "512m")
 
 KAFKA_BOOTSTRAP = f"{HOST}:{KAFKA_PORT}"
 CONNECT_URL = f"http://{HOST}:{CONNECT_PORT}"
 METASTORE_URI = f"thrift://{HOST}:{METASTORE_PORT}"
+THRIFTSERVER_JDBC_URL = f"jdbc:hive2://{HOST}:{THRIFTSERVER_PORT}/default"
 
 JARS_DIR = STACK_DIR / "jars"
 KAFKA_JARS = JARS_DIR / "kafka"
@@ -830,20 +837,29 @@ def _metastore_setup() -> None:
           "-dbType", "postgres", "-initSchema"], env={"METASTORE_HOME": str(METASTORE_HOME)}, timeout=300)
 
 
-def _metastore_pid() -> int | None:
-    pid = _read_pidfile(_pidfile("metastore"))
-    if pid and _pid_alive(pid, _metastore_marker()):
+def _live_pid(name: str) -> int | None:
+    """The pid of the stack's `name` service (a JVM started with its marker), if it runs."""
+    pid = _read_pidfile(_pidfile(name))
+    if pid and _pid_alive(pid, f"-Dlakecompact.stack={name}@{STACK_DIR}"):
         return pid
     return None
 
 
-def _metastore_ready() -> bool:
-    """The port answers: the service opens it only once its database is reachable."""
+def _port_answers(port: int) -> bool:
     try:
-        with socket.create_connection((HOST, METASTORE_PORT), timeout=2):
+        with socket.create_connection((HOST, port), timeout=2):
             return True
     except OSError:
         return False
+
+
+def _metastore_pid() -> int | None:
+    return _live_pid("metastore")
+
+
+def _metastore_ready() -> bool:
+    """The port answers: the service opens it only once its database is reachable."""
+    return _port_answers(METASTORE_PORT)
 
 
 def _metastore_start() -> bool:
@@ -874,6 +890,82 @@ def stop_metastore(timeout: float = 60) -> None:
     if pid:
         _terminate(pid, "Hive metastore", _metastore_marker(), timeout)
     _pidfile("metastore").unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------
+# Spark's Thrift JDBC/ODBC server (HiveServer2 protocol) on the stack's metastore
+# --------------------------------------------------------------------------
+def spark_home() -> Path:
+    """The Spark that lakecompact runs on (the pyspark package: it ships the Thrift server and beeline)."""
+    found = _run([sys.executable, "-c", "import pyspark, os; print(os.path.dirname(pyspark.__file__))"], check=False)
+    if found.returncode != 0 or not found.stdout.strip():
+        raise StackError("pyspark not found: run scripts/setup.sh")
+    return Path(found.stdout.strip())
+
+
+def _thriftserver_marker() -> str:
+    return f"-Dlakecompact.stack=thriftserver@{STACK_DIR}"
+
+
+def _thriftserver_pid() -> int | None:
+    return _live_pid("thriftserver")
+
+
+def _thriftserver_ready() -> bool:
+    """The port answers: HiveServer2 opens it once its Spark session is up."""
+    return _port_answers(THRIFTSERVER_PORT)
+
+
+def _thriftserver_start() -> bool:
+    """Needs the metastore ready."""
+    if _thriftserver_pid():
+        return False
+    _write_common_conf()
+    work = STACK_DIR / "thriftserver"
+    work.mkdir(parents=True, exist_ok=True)
+    _log(f"starting Spark's Thrift server on {THRIFTSERVER_JDBC_URL}")
+    command = [
+        str(spark_home() / "bin" / "spark-submit"),
+        "--class", "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
+        "--name", "lakecompact-thriftserver", "--master", "local[2]", "--driver-memory", THRIFTSERVER_HEAP,
+        "--driver-java-options", f"{_thriftserver_marker()} -Dlog4j2.configurationFile={CONF_DIR / 'log4j2.properties'}",
+        "--conf", "spark.sql.catalogImplementation=hive",
+        "--conf", f"spark.hadoop.hive.metastore.uris={METASTORE_URI}",
+        "--conf", f"spark.sql.warehouse.dir={work / 'warehouse'}",
+        "--conf", "spark.ui.enabled=false",
+        "--conf", f"spark.driver.bindAddress={HOST}", "--conf", f"spark.driver.host={HOST}",
+        "--conf", "spark.sql.session.timeZone=UTC",
+        "--hiveconf", f"hive.server2.thrift.bind.host={HOST}",
+        "--hiveconf", f"hive.server2.thrift.port={THRIFTSERVER_PORT}",
+        "spark-internal",
+    ]
+    _spawn("thriftserver", command, env={**os.environ, "SPARK_LOCAL_IP": HOST, "SPARK_LOG_DIR": str(LOG_DIR)})
+    return True
+
+
+def _thriftserver_wait(timeout: float) -> None:
+    poll(_thriftserver_ready, timeout, f"Spark's Thrift server on {THRIFTSERVER_JDBC_URL}",
+         log=LOG_DIR / "thriftserver.log", fail_fast=lambda: _died("thriftserver"))
+
+
+def stop_thriftserver(timeout: float = 60) -> None:
+    pid = _thriftserver_pid()
+    if pid:
+        _terminate(pid, "Spark's Thrift server", _thriftserver_marker(), timeout)
+    _pidfile("thriftserver").unlink(missing_ok=True)
+
+
+def beeline(sql: str, timeout: float = 300) -> list[list[str]]:
+    """Rows of a query run by beeline (Hive's JDBC command-line client) through the Thrift server: tab-separated
+    values (NULL as the text NULL), so no value may hold a tab or a line break."""
+    found = _run([str(spark_home() / "bin" / "beeline"), "-u", THRIFTSERVER_JDBC_URL, "-n", "lakecompact",
+                  "--silent=true", "--showHeader=false", "--outputformat=tsv2", "-e", sql],
+                 input="", check=False, timeout=timeout)
+    if found.returncode != 0:
+        raise StackError(f"beeline exited {found.returncode}: {(found.stderr or found.stdout)[-2000:]}")
+    # beeline prints its prompt before the first row even when silent
+    text = re.sub(r"^\d+: jdbc:hive2://\S*> ", "", found.stdout)
+    return [line.split("\t") for line in text.splitlines() if line]
 
 
 # --------------------------------------------------------------------------
@@ -983,14 +1075,16 @@ def stop_connect(timeout: float = 60) -> None:
 # whole stack
 # --------------------------------------------------------------------------
 COMPONENTS = ("postgres", "mariadb", "kafka", "connect", "metastore")
-NEEDS = {"connect": ("kafka",), "metastore": ("postgres",)}
+OPTIONAL = ("thriftserver",)  # started only when named
+NEEDS = {"connect": ("kafka",), "metastore": ("postgres",), "thriftserver": ("metastore", "postgres")}
 
 
 def _with_needs(components: Iterable[str] | None) -> set[str]:
     wanted = set(components or COMPONENTS)
-    unknown = wanted - set(COMPONENTS)
+    unknown = wanted - set(COMPONENTS + OPTIONAL)
     if unknown:
-        raise StackError(f"unknown component(s) {', '.join(sorted(unknown))}: expected some of {', '.join(COMPONENTS)}")
+        raise StackError(f"unknown component(s) {', '.join(sorted(unknown))}: expected some of "
+                         f"{', '.join(COMPONENTS + OPTIONAL)}")
     for name in list(wanted):
         wanted.update(NEEDS.get(name, ()))
     return wanted
@@ -1026,21 +1120,25 @@ def up(timeout: float = 240, components: Iterable[str] | None = None) -> None:
         _connect_wait(remaining())
     if "metastore" in wanted:
         _metastore_wait(remaining())
+    if "thriftserver" in wanted:
+        _thriftserver_start()
+        _thriftserver_wait(remaining())
     addresses = {"kafka": f"Kafka {KAFKA_BOOTSTRAP}", "connect": f"Connect {CONNECT_URL}",
                  "postgres": f"PostgreSQL {HOST}:{PG_PORT}", "mariadb": f"MariaDB {HOST}:{MARIADB_PORT}",
-                 "metastore": f"Hive metastore {METASTORE_URI}"}
-    _log(f"stack up in {time.monotonic() - t0:.1f}s: " + ", ".join(addresses[c] for c in COMPONENTS if c in wanted))
+                 "metastore": f"Hive metastore {METASTORE_URI}", "thriftserver": f"Thrift server {THRIFTSERVER_JDBC_URL}"}
+    _log(f"stack up in {time.monotonic() - t0:.1f}s: "
+         + ", ".join(addresses[c] for c in COMPONENTS + OPTIONAL if c in wanted))
 
 
 def down(components: Iterable[str] | None = None) -> None:
-    """Stop `components` (default: all) cleanly (data stays under the stack dir); what needs a stopped
-    component is stopped first."""
-    wanted = set(components or COMPONENTS)
+    """Stop `components` (default: all, the optional ones too) cleanly (data stays under the stack dir); what
+    needs a stopped component is stopped first."""
+    wanted = set(components or COMPONENTS + OPTIONAL)
     _with_needs(wanted)  # names checked
     for name, needs in NEEDS.items():
         if wanted & set(needs):
             wanted.add(name)
-    stops = {"connect": stop_connect, "metastore": stop_metastore, "kafka": _kafka_stop, "mariadb": _mariadb_stop,
+    stops = {"thriftserver": stop_thriftserver, "connect": stop_connect, "metastore": stop_metastore, "kafka": _kafka_stop, "mariadb": _mariadb_stop,
              "postgres": _pg_stop}
     for name, stop in stops.items():
         if name in wanted:
@@ -1063,6 +1161,8 @@ def status() -> dict:
                     "address": KAFKA_BOOTSTRAP}
     out["connect"] = {"pid": _connect_pid(), "ready": safe(_connect_ready), "address": CONNECT_URL}
     out["metastore"] = {"pid": _metastore_pid(), "ready": safe(_metastore_ready), "address": METASTORE_URI}
+    out["thriftserver"] = {"pid": _thriftserver_pid(), "ready": safe(_thriftserver_ready),
+                           "address": THRIFTSERVER_JDBC_URL}
     if out["connect"]["ready"]:
         try:
             out["connect"]["connectors"] = {n: connector_status(n) for n in list_connectors()}
@@ -1253,14 +1353,14 @@ def delete_connector(name: str, timeout: float = 60, cleanup: bool = True) -> No
 def _print_status(components: Iterable[str] | None = None) -> bool:
     st = status()
     all_ready = True
-    shown = _with_needs(components) if components else set(COMPONENTS)
+    shown = _with_needs(components) if components else set(COMPONENTS) | {c for c in OPTIONAL if st[c]["pid"]}
     for comp, info in st.items():
         if comp not in shown:
             continue
         pid = info["pid"]
         state = "ready" if info["ready"] else ("starting/unhealthy" if pid else "stopped")
         all_ready &= bool(info["ready"])
-        print(f"{comp:9s} {state:18s} pid={pid or '-':<8} {info['address']}")
+        print(f"{comp:12s} {state:18s} pid={pid or '-':<8} {info['address']}")
         for cname, cst in info.get("connectors", {}).items():
             tasks = ",".join(t["state"] for t in cst.get("tasks", []))
             print(f"          connector {cname}: {cst['connector']['state']} tasks=[{tasks}]")
@@ -1274,7 +1374,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="stack.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("command", choices=["up", "down", "status", "connect-pg", "connect-mariadb"])
     ap.add_argument("components", nargs="*", metavar="COMPONENT",
-                    help=f"up/down/status: some of {', '.join(COMPONENTS)} (default: all)")
+                    help=f"up/down/status: some of {', '.join(COMPONENTS + OPTIONAL)} (default: all but "
+                         f"{', '.join(OPTIONAL)})")
     args = ap.parse_args(argv)
     try:
         if args.command == "up":

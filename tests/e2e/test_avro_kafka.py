@@ -23,6 +23,7 @@ from lakecompact import config as config_module
 from lakecompact.catalog import Catalog
 from lakecompact.compaction.compact import compact
 from lakecompact.landing.land import land
+from lakecompact.schema.registry import RegistryUnavailable
 from tests.support.registry_server import RegistryServer, read_avsc
 
 pytestmark = pytest.mark.e2e
@@ -101,10 +102,18 @@ def test_avro_events_with_two_schema_versions_land_equal(stack, spark, tmp_path)
             "warehouse": str(tmp_path / "warehouse"),
             "database": "avro_lake",
             "source": {"kind": "kafka", "bootstrap_servers": stack.KAFKA_BOOTSTRAP, "topics": [TOPIC]},
-            "registry": {"url": registry.url},
+            "registry": {"url": registry.url, "retries": 2, "backoff_seconds": 0.1},
             "defaults": {"buckets": 2},
         })
-        report = land(spark, config)
+        # the registry goes away: retried, then named; nothing is landed until it is back
+        port = int(registry.url.rsplit(":", 1)[1].split("/")[0])
+        registry.stop()
+        with pytest.raises(RegistryUnavailable, match=f"127.0.0.1:{port}") as caught:
+            land(spark, config)
+        assert caught.value.exit_code == 6
+        assert not Catalog(spark, config).storage.exists(Catalog(spark, config).paths("inventory_customers").increments)
+        registry.start(port)
+        report = land(spark, config)  # the interrupted batch, landed whole
         assert report.rows_out == {"inventory_customers": 6}
         assert sum(report.quarantined.values()) == 1
         # the quarantine keeps the message's bytes, so that `requeue` can land it again as it came

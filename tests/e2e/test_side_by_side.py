@@ -4,8 +4,9 @@ arrive with late, duplicate and out-of-order events, deletes and TOAST placehold
 table runs alongside the first. On the embedded metastore the same schedule has to wait process by process
 (tests/test_metastore_guard.py).
 
-Three tables and one round side by side, not the eight tables and several rounds of the issue: each process is a
-driver JVM, and on this machine's two cores the six processes of a round take about two minutes."""
+The default run has three tables and one round side by side: each process is a driver JVM, and on this machine's
+two cores the six processes of a round take about two minutes. Eight tables for three rounds is a soak
+(`scripts/test.sh -m soak`, about a quarter of an hour)."""
 
 from __future__ import annotations
 
@@ -20,13 +21,12 @@ from pathlib import Path
 import pytest
 
 from tests.semantics.reference import expected_view
-from tests.support.databases import database_name
+from tests.support.databases import database_name, lake_config
 from tests.test_cli import ROOT
 from tests.test_run import Source, deliver, read_views
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
-TABLES = {f"public_t{n}": f"side.public.t{n}" for n in range(3)}
 TWICE = "public_t0"  # two compactors at once, every round
 LANDED = re.compile(r"^  \S+\.(\w+): (\d+) rows landed in batch (\d+)")
 COMPACTED = re.compile(r"^compact (\w+): base v(\d+) -> v(\d+): (\d+) events from")
@@ -43,19 +43,14 @@ def finish(process: subprocess.Popen) -> list[str]:
     return out.splitlines()
 
 
-def test_a_lander_and_per_table_compactors_run_at_once_and_every_view_is_exact(stack, tmp_path):
+@pytest.mark.parametrize("tables, rounds", [(3, 1), pytest.param(8, 3, marks=pytest.mark.soak)])
+def test_a_lander_and_per_table_compactors_run_at_once_and_every_view_is_exact(stack, tmp_path, tables, rounds):
+    names = {f"public_t{n}": f"side.public.t{n}" for n in range(tables)}
     rng = random.Random(20261124)
     database = database_name()
-    config = tmp_path / "lakecompact.toml"
-    config.write_text(
-        f'warehouse = "{tmp_path / "warehouse"}"\ndatabase = "{database}"\n'
-        f'[source]\nkind = "files"\npaths = ["{tmp_path / "events"}/*.jsonl"]\n'
-        f'[metastore]\nuri = "{stack.METASTORE_URI}"\n'
-        '[defaults]\nbuckets = 2\n[spark.conf]\n"spark.sql.shuffle.partitions" = "2"\n'
-    )
+    config = lake_config(tmp_path, database, stack.METASTORE_URI)
     events = tmp_path / "events"
-    events.mkdir()
-    sources = {table: Source(topic, rng) for table, topic in TABLES.items()}
+    sources = {table: Source(topic, rng) for table, topic in names.items()}
     by_topic = {source.topic.name: table for table, source in sources.items()}
     positions = iter(range(95, 100_000, 3))  # LSNs that cross 99 -> 101: compared as numbers
     delivered: Counter = Counter()  # change events per table (tombstones are skipped, not landed)
@@ -92,20 +87,21 @@ def test_a_lander_and_per_table_compactors_run_at_once_and_every_view_is_exact(s
 
     next_round(1, hold_back=True)
     record(finish(start(config, "land")))  # the tables exist from here on: a compactor of an unknown one fails
-    next_round(2, hold_back=False)
-    # all at once: the lander lands round 2 while the compactors fold in what is registered when they look
-    lander = start(config, "land")
-    compactors = {table: start(config, "compact", "--table", table) for table in TABLES}
-    second = start(config, "compact", "--table", TWICE)
-    record(finish(lander))
-    outputs = {table: finish(process) for table, process in compactors.items()}
-    both = [outputs[TWICE], finish(second)]
-    for lines_out in [*outputs.values(), both[1]]:
-        record(lines_out)
-    # the lock lets one compactor of the table work; the other found it busy (exit 0), or came after it
-    for lines_out in both:
-        assert any(COMPACTED.match(line) or "skipped, table public_t0 is being compacted" in line
-                   or "nothing pending" in line for line in lines_out), lines_out
+    for number in range(2, rounds + 2):
+        next_round(number, hold_back=number <= rounds)  # the last round holds nothing back
+        # all at once: the lander lands the round while the compactors fold in what is registered when they look
+        lander = start(config, "land")
+        compactors = {table: start(config, "compact", "--table", table) for table in names}
+        second = start(config, "compact", "--table", TWICE)
+        record(finish(lander))
+        outputs = {table: finish(process) for table, process in compactors.items()}
+        both = [outputs[TWICE], finish(second)]
+        for lines_out in [*outputs.values(), both[1]]:
+            record(lines_out)
+        # the lock lets one compactor of the table work; the other found it busy (exit 0), or came after it
+        for lines_out in both:
+            assert any(COMPACTED.match(line) or "skipped, table public_t0 is being compacted" in line
+                       or "nothing pending" in line for line in lines_out), lines_out
 
     assert set(batches.values()) == {1}  # no batch of a table landed twice
     assert landed == delivered  # every event landed once: none lost, no batch landed twice
@@ -115,6 +111,6 @@ def test_a_lander_and_per_table_compactors_run_at_once_and_every_view_is_exact(s
     pending = {row["table"].split(".")[1]: row["pending_events"] for row in map(json.loads, status.stdout.splitlines())}
     assert compacted + Counter(pending) == delivered
     assert sum(compacted.values()) > 0  # round 1 was compacted side by side with landing round 2
-    seen = read_views(config, database, TABLES)
+    seen = read_views(config, database, names)
     for table, source in sources.items():
         assert seen[table] == expected_view(source.model), table

@@ -1,7 +1,18 @@
 """Simulated crashes: a method made to raise once, in the middle of a land or a compaction, so that a test can
-check that the next run finishes (or redoes) what the interrupted one began."""
+check that the next run finishes (or redoes) what the interrupted one began; and a real process stopped at a
+named step while a test changes the world around it (a service stopped)."""
 
 from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Crash(RuntimeError):
@@ -26,3 +37,33 @@ def crash_once(monkeypatch, owner, name: str, when=lambda *args, **kwargs: True)
 def registering(table: str):
     """A `when` for crash_once on Catalog.add_partitions(self, table, partitions): called for `table`."""
     return lambda self, name, *args, **kwargs: name == table
+
+
+def stopped(process: subprocess.Popen) -> bool:
+    """The process stopped itself (SIGSTOP) at its stop point."""
+    if process.poll() is not None:
+        raise AssertionError(f"exited {process.returncode} before its stop point: {process.communicate()}")
+    return Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def stop_at(config: Path, args: tuple[str, ...], step: str, while_stopped: Callable[[], None],
+            timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run `lakecompact --config config *args`, stopped at `step` (LAKECOMPACT_STOP_AT) while `while_stopped`
+    runs, then continued to its end."""
+    env = {**os.environ, "LAKECOMPACT_SPARK_LOG_LEVEL": "ERROR", "LAKECOMPACT_STOP_AT": step}
+    process = subprocess.Popen([sys.executable, "-m", "lakecompact", "--config", str(config), *args],
+                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while not stopped(process):
+            assert time.monotonic() < deadline, f"{args} did not reach {step} within {timeout}s"
+            time.sleep(0.5)  # polling for the stop point
+        while_stopped()
+        os.kill(process.pid, signal.SIGCONT)
+        out, err = process.communicate(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGCONT)
+            process.kill()
+            process.communicate()
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 import uuid
+from pathlib import Path
 
 SHARED_METASTORE = os.environ.get("LAKECOMPACT_TEST_METASTORE", "")
 PREFIX = f"lake_{uuid.uuid4().hex[:8]}_" if SHARED_METASTORE else "lake"
@@ -20,3 +21,19 @@ _numbers = itertools.count()
 def database_name() -> str:
     """A database of this run's own: lake0, lake1, ... on the embedded metastore."""
     return f"{PREFIX}{next(_numbers)}"
+
+
+def lake_config(tmp_path: Path, database: str, metastore_uri: str = "", *, source: str = "",
+                metastore_extra: str = "", extra: str = "") -> Path:
+    """A lakecompact.toml for a small lake under tmp_path: the files source `tmp_path/events/*.jsonl` (or the
+    given `[source]` body), the metastore at metastore_uri ("" for the embedded one; `metastore_extra` added to
+    its section), two buckets, two shuffle partitions; `extra` is added to `[defaults]`."""
+    source = source or f'kind = "files"\npaths = ["{tmp_path / "events"}/*.jsonl"]\n'
+    metastore = f'[metastore]\nuri = "{metastore_uri}"\n{metastore_extra}' if metastore_uri else ""
+    config = tmp_path / "lakecompact.toml"
+    config.write_text(
+        f'warehouse = "{tmp_path / "warehouse"}"\ndatabase = "{database}"\n[source]\n{source}{metastore}'
+        f'[defaults]\nbuckets = 2\n{extra}[spark.conf]\n"spark.sql.shuffle.partitions" = "2"\n'
+    )
+    (tmp_path / "events").mkdir(exist_ok=True)
+    return config

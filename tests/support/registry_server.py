@@ -65,9 +65,10 @@ class RegistryServer:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    def start(self) -> Self:
+    def start(self, port: int = 0) -> Self:
+        """Serve on `port` (0: any free one; the port it had, to come back after `stop`)."""
         handler = type("Handler", (_Handler,), {"registry": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self._server.daemon_threads = True
         if self.certfile:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
