@@ -18,10 +18,10 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from lakecompact.config import LocksConfig
 from lakecompact.errors import LockHeld
 from lakecompact.report import warn
 
-DEFAULT_LEASE_SECONDS = 300.0  # as config.LocksConfig
 UNWRITTEN_LOCK_SECONDS = 60.0  # a holder writes its name right after creating the file
 
 
@@ -195,7 +195,7 @@ class VersionedState:
 
 
 @contextmanager
-def exclusive_lock(storage: Storage, path: str, subject: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS):
+def exclusive_lock(storage: Storage, path: str, subject: str, *, lease_seconds: float = LocksConfig.lease_seconds):
     """One job at a time where it matters (a table's compactor, the lake's lander): an exclusive lock file.
 
     `subject` says what the holder does, e.g. "table t is being compacted". The holder renews its lease (the
@@ -250,7 +250,7 @@ class _LeaseRenewal(threading.Thread):
 
 
 def _holder(storage: Storage, path: str) -> str | None:
-    """What the lock file says (None: there is none)."""
+    """What the lock file says (None: there is none, or it cannot be read)."""
     try:
         return storage.read_text(path)
     except Exception:  # noqa: BLE001 - removed meanwhile (a Py4J FileNotFoundException)
@@ -265,10 +265,8 @@ def _try_lock(storage: Storage, path: str, owner: str) -> str | None:
     except Exception as exc:  # Hadoop's FileAlreadyExistsException arrives as a Py4J error
         if "already exists" not in str(exc).lower() and not storage.exists(path):
             raise
-    try:
-        return storage.read_text(path)
-    except Exception:  # noqa: BLE001 - removed meanwhile, or unreadable: held, by whom is unknown
-        return "unknown"
+    held_by = _holder(storage, path)
+    return "unknown" if held_by is None else held_by  # removed meanwhile, or unreadable: held, by whom is unknown
 
 
 def _why_stale(held_by: str, storage: Storage, path: str, lease_seconds: float) -> str:

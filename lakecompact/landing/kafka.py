@@ -161,8 +161,6 @@ def partition_bounds(spark: SparkSession, source: SourceConfig) -> list[Partitio
             return []
         ends = consumer.endOffsets(partitions)
         begins = consumer.beginningOffsets(partitions)
-    except Exception as exc:  # noqa: BLE001 - py4j wraps the client's TimeoutException
-        raise as_outage(exc, source) or exc from None
     finally:
         consumer.close()
     bounds = [PartitionBounds(tp.topic(), tp.partition(), int(begins.get(tp)), int(ends.get(tp))) for tp in partitions]
