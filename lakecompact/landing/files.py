@@ -165,7 +165,15 @@ def read(spark: SparkSession, ranges: list[FileRange]) -> DataFrame:
         (F.col("line_no") >= bounds["start"]) & (F.col("line_no") < bounds["end"]) & (F.trim("line") != "")
     )
     parsed = picked.withColumn("j", F.from_json("line", _KCAT_LINE))
-    is_object = F.json_object_keys("line").isNotNull()
+    # read on, bytes that are not UTF-8 would become U+FFFD: data changed without a word. A line with a topic
+    # parsed as an object (Spark keeps no partial result of a line that does not parse), so only the others
+    # are parsed a second time to tell why they are no event.
+    reason = (
+        F.when(~F.col("utf8"), F.lit("line is not valid UTF-8 text"))
+        .when(F.col("j.topic").isNotNull(), F.lit(None))
+        .when(F.json_object_keys("line").isNull(), F.lit("line is not a JSON object (malformed or truncated)"))
+        .otherwise(F.lit("line has no topic"))
+    )
     return parsed.select(
         F.col("j.topic").alias("__kafka_topic"),
         F.col("j.partition").alias("__kafka_partition"),
@@ -173,11 +181,7 @@ def read(spark: SparkSession, ranges: list[FileRange]) -> DataFrame:
         F.col("j.key").alias("key"),
         F.col("j.payload").alias("payload"),
         F.concat("path", F.lit(":"), (F.col("line_no") + 1).cast("string")).alias("__origin"),
-        # read on, bytes that are not UTF-8 would become U+FFFD: data changed without a word
-        F.when(~F.col("utf8"), F.lit("line is not valid UTF-8 text"))
-        .when(~is_object, F.lit("line is not a JSON object (malformed or truncated)"))
-        .when(F.col("j.topic").isNull(), F.lit("line has no topic"))
-        .alias("__line_reason"),
-        F.col("line").alias("__line"),
+        reason.alias("__line_reason"),
+        "line",
         F.lit(None).cast("binary").alias("__value_bytes"),
-    )
+    ).select("*", F.when(F.col("__line_reason").isNotNull(), F.col("line")).alias("__line")).drop("line")

@@ -247,6 +247,6 @@ def read(spark: SparkSession, source: SourceConfig, ranges: dict[str, dict[str, 
         F.col("value").cast("string").alias("payload"),
         F.concat_ws("", "topic", F.lit("/"), F.col("partition").cast("string"), F.lit("@"), F.col("offset").cast("string")).alias("__origin"),
         F.lit(None).cast("string").alias("__line_reason"),
-        F.col("value").cast("string").alias("__line"),
+        F.lit(None).cast("string").alias("__line"),  # the text of a line that is no event: Kafka has none
         F.col("value").alias("__value_bytes"),
     )

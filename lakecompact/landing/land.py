@@ -76,8 +76,8 @@ class TopicRows:
     """One topic's events of a batch, decoded for its table."""
 
     table: str
-    rows: DataFrame | None  # to the table's increment; None: nothing to land
-    rejected: DataFrame  # to the table's quarantine, each with its reason
+    rows: DataFrame | None  # decoded: to the increment, or (`__reason` set) to the quarantine; None: nothing to land
+    rejected: list[DataFrame]  # events that could not be decoded, to the table's quarantine, each with its reason
     tombstones_kept: bool  # its Kafka tombstones are in `rejected` (deletes that cannot be placed), not skipped
 
 
@@ -88,7 +88,6 @@ class Landing:
         self.storage = self.catalog.storage
         self.state = VersionedState(self.storage, f"{self.catalog.root}/_state/land")
         self.intent_path = f"{self.catalog.root}/_state/land-intent.json"
-        self._decoded: list[DataFrame] = []  # persisted for the batch, released at its end
         self._delete_forms: dict[str, str | None] = {}  # table -> DELETE_FORM_PROPERTY as stored, read once a run
 
     def run(self, requeue: str | None = None, *, table: str | None = None, quiet_when_idle: bool = False) -> LandReport:
@@ -145,8 +144,7 @@ class Landing:
         if intent is None:
             say(f"land --dry-run: nothing new to land ({seconds_since(started)})")
             return []
-        raw = self._read(intent).persist()
-        groups = self._groups(decode.split_message(raw.where(F.col("__line_reason").isNull())))
+        groups, not_events = self._groups(decode.split_message(self._read(intent)))
         rows = []
         for topic, topic_groups in _by_topic(groups):
             table = table_for_topic(topic, self.config)
@@ -155,8 +153,6 @@ class Landing:
                 "events": sum(g.events for g in topic_groups),
                 "tombstones": sum(g.events - g.values for g in topic_groups),
             })
-        not_events = raw.where(F.col("__line_reason").isNotNull()).count()
-        raw.unpersist()
         if not_events:
             rows.append({"topic": None, "table": UNPLACED, "new_table": False, "events": not_events, "tombstones": 0})
         for row in rows:
@@ -246,11 +242,13 @@ class Landing:
         batch, hour = intent["batch"], intent["hour"]
         for table in self.catalog.tables():
             apply.retry_hooks(self.catalog, self.config, table)
-        raw = self._read(intent).persist()
-        messages = decode.split_message(raw.where(F.col("__line_reason").isNull())).persist()
-        groups = self._groups(messages)
+        # read and parsed once for the batch (lines that are no event keep their text, the others do not)
+        read = decode.split_message(self._read(intent)).persist()
+        messages = read.where(F.col("__line_reason").isNull())
+        groups, not_events = self._groups(read)
         report = LandReport(batch=batch, events_in=sum(g.events for g in groups))
-        quarantine: list[tuple[str | None, DataFrame]] = [(None, self._line_quarantine(raw))]
+        # only what may hold rows: most batches quarantine nothing, and then no quarantine is written at all
+        quarantine: list[tuple[str | None, DataFrame]] = [(None, self._line_quarantine(read))] if not_events else []
         for topic, topic_groups in _by_topic(groups):
             landed = self._land_topic(topic, topic_groups, messages, intent)
             tombstones = sum(g.events - g.values for g in topic_groups)  # Kafka tombstones
@@ -261,9 +259,11 @@ class Landing:
                 report.skipped += tombstones + sum(g.values for g in topic_groups)
             else:
                 report.skipped += 0 if landed.tombstones_kept else tombstones
-                count = self._write_increment(landed.table, landed.rows, intent)
+                count, rejected = self._write_increment(landed.table, landed.rows, intent)
                 report.rows_out[landed.table] = report.rows_out.get(landed.table, 0) + count
-                quarantine.append((landed.table, landed.rejected))
+                if rejected:
+                    quarantine.append((landed.table, _decode_rejects(landed.rows)))
+                quarantine += [(landed.table, frame) for frame in landed.rejected]
         report.quarantined = self._write_quarantine(quarantine, batch)
         # lines that are no event at all (quarantined as of no table) came in too: in = out + quarantined + skipped
         report.events_in += report.quarantined.get(UNPLACED, 0)
@@ -271,17 +271,17 @@ class Landing:
             say(f"  {self.config.database}.{table}: {count} rows landed in batch {batch} (hour {hour})")
         for table, count in sorted(report.quarantined.items()):
             warn(f"{table}: {count} events quarantined in batch {batch}; see: lakecompact quarantine --table {table}")
-        for cached in [*self._decoded, messages, raw]:
-            cached.unpersist()
-        self._decoded.clear()
+        read.unpersist()
         return report
 
     @staticmethod
-    def _groups(messages: DataFrame) -> list[Row]:
-        """One row per (topic, value schema) of the batch, with samples to classify it (metadata, few rows)."""
+    def _groups(read: DataFrame) -> tuple[list[Row], int]:
+        """One row per (topic, value schema) of the batch's events, with samples to classify it (metadata, few
+        rows); and the number of lines that are no event, counted in the same pass."""
         payload = F.col("payload").isNotNull()
-        return (
-            messages.groupBy(F.col("__kafka_topic").alias("topic"), "value_schema_hash")
+        rows = (
+            read.groupBy(F.col("__line_reason").isNotNull().alias("not_event"),
+                         F.col("__kafka_topic").alias("topic"), "value_schema_hash")
             .agg(
                 F.first("value_schema", ignorenulls=True).alias("value_schema"),
                 F.first("key_schema", ignorenulls=True).alias("key_schema"),
@@ -292,6 +292,7 @@ class Landing:
             )
             .collect()
         )
+        return [row for row in rows if not row.not_event], sum(row.events for row in rows if row.not_event)
 
     def _land_topic(self, topic: str, groups: list[Row], messages: DataFrame, intent: dict) -> TopicRows | None:
         """Decode one topic's events into its table; None when the topic holds no table rows."""
@@ -303,7 +304,7 @@ class Landing:
         schema = self.catalog.schema(table) or self._create_table(table, topic, shapes)
         if schema is None:  # each group's events with why its schema could not be had
             rejected = [_with_reason(events.where(_same_schema(s.group)), s.error or NO_SCHEMA) for s in shapes]
-            return TopicRows(table, None, _union(rejected) if rejected else _with_reason(events, NO_SCHEMA), False)
+            return TopicRows(table, None, rejected or [_with_reason(events, NO_SCHEMA)], False)
         decoded, rejected = [], []
         for shaped in shapes:
             selected = events.where(_same_schema(shaped.group))
@@ -316,17 +317,7 @@ class Landing:
         unplaced = self._unplaced_deletes(topic, table, shapes, messages)
         if unplaced is not None:
             rejected.append(unplaced)
-        if not decoded:
-            return TopicRows(table, None, _union(rejected) if rejected else _with_reason(events.limit(0), ""),
-                             unplaced is not None)
-        # read twice (rows to the increment, rejects to quarantine): decoded once
-        rows = _union(decoded).persist()
-        self._decoded.append(rows)
-        good = rows.where(F.col("__reason").isNull()).select(*schema.column_names, *[n for n, _ in META_COLUMNS])
-        bad = rows.where(F.col("__reason").isNotNull()).select(
-            *[F.col(f"__raw_{c}").alias(c) if c in ("key", "payload") else F.col(c) for c in QUARANTINE_COLUMNS]
-        )
-        return TopicRows(table, good, _union([bad, *rejected]), unplaced is not None)
+        return TopicRows(table, _union(decoded) if decoded else None, rejected, unplaced is not None)
 
     def _shapes(self, topic: str, groups: list[Row]) -> list[GroupShape]:
         """How each group's values are laid out; a group whose schema cannot be had carries the reason."""
@@ -444,31 +435,47 @@ class Landing:
         fields = [Field(f.name, strip_wire(f.schema)) for f in fields]
         return apply.evolve(self.catalog, self.config, schema, fields, key)
 
-    def _write_increment(self, table: str, rows: DataFrame | None, intent: dict) -> int:
+    def _write_increment(self, table: str, rows: DataFrame | None, intent: dict) -> tuple[int, int]:
+        """Write the decoded rows without a reason to the table's increment: (rows written, rows with a reason).
+
+        Those with a reason are only counted here, in the same pass: decoding them again for the quarantine
+        costs less than keeping every decoded row (with its message text) for a second read, as nearly every
+        batch has none."""
         if rows is None:
-            return 0
+            return 0, 0
         batch, hour = intent["batch"], intent["hour"]
         schema = self.catalog.require(table)
         columns = schema.column_names + [n for n, _ in META_COLUMNS]
-        # columns added by a later group of this batch read as null in the earlier ones
-        rows = rows.select(*[F.col(c) if c in rows.columns else F.lit(None).cast(t).alias(c)
-                             for c, t in schema.columns + list(META_COLUMNS)]).select(*columns)
+
+        def write(frame: DataFrame) -> None:
+            good = frame.where(F.col("__reason").isNull())
+            # columns added by a later group of this batch read as null in the earlier ones
+            good.select(*[F.col(c) if c in good.columns else F.lit(None).cast(t).alias(c)
+                          for c, t in schema.columns + list(META_COLUMNS)]).select(*columns).write.parquet(location)
+
+        def written() -> DataFrame:
+            return self.spark.read.parquet(location).withColumn("__reason", F.lit(None).cast("string"))
+
         location = self.catalog.paths(table).increment(hour, batch)
         self.storage.delete(location)  # a crashed attempt's
-        written = write_counted(
-            rows, lambda frame: frame.write.parquet(location), lambda: self.spark.read.parquet(location),
-            rows=F.count(F.lit(1)), max_source_ts_ms=F.max("__source_ts_ms"),
+        landed = F.col("__reason").isNull()
+        written_stats = write_counted(
+            rows, write, written,
+            rows=F.count(F.when(landed, 1)), max_source_ts_ms=F.max(F.when(landed, F.col("__source_ts_ms"))),
+            rejected=F.count(F.when(~landed, 1)),
         )
-        count = written["rows"]
+        rejected = written_stats.pop("rejected")
+        count = written_stats["rows"]
         if count:
-            self.storage.write_json(folder_stats(location), {**written, "landed_at": intent["landed_at"]}, overwrite=True)
+            self.storage.write_json(folder_stats(location), {**written_stats, "landed_at": intent["landed_at"]},
+                                    overwrite=True)
         else:
             self.storage.delete(location)
         crashpoints.reached("increments-written")
         if count:
             self.catalog.add_partitions(increments_table(table), [([("__hour", hour), ("__batch", batch)], location)])
             crashpoints.reached("partitions-added")
-        return count
+        return count, rejected
 
     def _line_quarantine(self, raw: DataFrame) -> DataFrame:
         """Lines that are no event at all (not JSON, no topic), in the quarantine's columns."""
@@ -486,6 +493,8 @@ class Landing:
     def _write_quarantine(self, quarantine: list[tuple[str | None, DataFrame]], batch: int) -> dict[str, int]:
         """Every table's rejected events of the batch in one write (one Spark job, counted per table as written),
         then each table's part moved to `<its quarantine>/batch=N`; {table (UNPLACED: of no table): count}."""
+        if not quarantine:
+            return {}
         tables = sorted({table or UNPLACED for table, _ in quarantine})
         staging = f"{self.catalog.root}/_state/quarantine-staging/batch={batch}"
         self.storage.delete(staging)  # a crashed attempt's
@@ -525,6 +534,13 @@ def _same_schema(group: Row):
     if group.value_schema_hash is None:
         return F.col("value_schema_hash").isNull()
     return F.col("value_schema_hash") == group.value_schema_hash
+
+
+def _decode_rejects(rows: DataFrame) -> DataFrame:
+    """The decoded events that have a reason, as they came (the message texts under their quarantine names)."""
+    return rows.where(F.col("__reason").isNotNull()).select(
+        *[F.col(f"__raw_{c}").alias(c) if c in ("key", "payload") else F.col(c) for c in QUARANTINE_COLUMNS]
+    )
 
 
 def _with_reason(events: DataFrame, reason: str) -> DataFrame:
