@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from lakecompact import config as config_module
 from lakecompact.errors import LakecompactError
-from lakecompact.report import seconds_since
+from lakecompact.report import seconds_since, warn
 from lakecompact.views import DIALECTS
 
 
@@ -181,11 +181,24 @@ def _schema(args, context: Context) -> None:
 
 def _views(args, context: Context) -> None:
     from lakecompact.catalog import Catalog
-    from lakecompact.views.dialects import view_sql
+    from lakecompact.views.dialects import UnsupportedDialect, view_sql
 
+    database = context.config.database
+    if args.dialect != "spark" and args.database in (None, database):
+        warn(f"views --dialect {args.dialect}: the views are named {database}.<table>, as the Spark views; created "
+             f"in the same metastore they replace those: --database NAME (say {database}_{args.dialect}) puts them "
+             f"beside")
     catalog = Catalog(context.spark, context.config)
-    for table in _tables(args) or catalog.tables():
-        print(view_sql(catalog.require(table), context.config.database, args.dialect) + ";\n")
+    tables = _tables(args) or catalog.tables()
+    skipped = []
+    for table in tables:
+        try:
+            print(view_sql(catalog.require(table), database, args.dialect, args.database) + ";\n")
+        except UnsupportedDialect as exc:  # the other tables are still printed
+            warn(f"{exc}; skipped")
+            skipped.append(exc)
+    if skipped and len(skipped) == len(tables):
+        raise skipped[0]
 
 
 def _demo(args, context: Context) -> None:
@@ -282,6 +295,8 @@ def _schema_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _views_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dialect", default="trino", choices=DIALECTS, help="the engine's SQL (default trino)")
+    parser.add_argument("--database", help="the database the views are created in (default: the lake's own; on a "
+                                           "shared metastore another, so the Spark views stay)")
     _some_tables(parser)
 
 

@@ -2,8 +2,9 @@
 
 Trino, Presto and Athena read the Hive tables directly but cannot run a Spark view; they get the
 view's query in their own dialect, typed from the table schema (Trino's ROW needs field types).
-Hive has no MAX_BY and no lambdas: its view is rendered from the same template in the form Hive runs
-(MAX over named_struct(order, row), which compares the order first).
+Hive has no MAX_BY, no lambdas and no to_json: its view is rendered from the same template in the form Hive
+runs (MAX over named_struct(order, row), which compares the order first; a keyless table's events are told
+apart by their columns, matched null-safe, rather than by their JSON image).
 """
 
 from __future__ import annotations
@@ -31,16 +32,12 @@ class UnsupportedDialect(LakecompactError):
     pass
 
 
-def view_sql(schema: TableSchema, database: str, dialect: Dialect) -> str:
-    """`CREATE OR REPLACE VIEW` for one table in the given engine's dialect."""
+def view_sql(schema: TableSchema, database: str, dialect: Dialect, view_database: str | None = None) -> str:
+    """`CREATE OR REPLACE VIEW` for one table in the given engine's dialect, over the tables of `database`; the view
+    goes to `view_database` (default: `database`, where the Spark view of the same name is)."""
     if dialect not in DIALECTS:
         raise UnsupportedDialect(f"views --dialect: expected one of {', '.join(DIALECTS)}, got {dialect!r}")
     if dialect == "hive":
-        if schema.keyless:
-            raise UnsupportedDialect(
-                f"views --dialect hive: {schema.table} has no key, and its view finds redelivered events by their "
-                f"JSON image (to_json), which Hive lacks; expected a keyed table, or read it through Spark or Trino"
-            )
         maps = [name for name, kind in schema.columns if "MAP<" in kind.upper()]
         if maps:
             raise UnsupportedDialect(
@@ -64,7 +61,8 @@ def view_sql(schema: TableSchema, database: str, dialect: Dialect) -> str:
             catalog = _sqlglot_schema(schema, database)
             expression = annotate_types(qualify(expression, schema=catalog, dialect="spark"), schema=catalog, dialect="spark")
         body = expression.sql(dialect=dialect, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE)
-    name = sqlglot.exp.Table(this=sqlglot.exp.to_identifier(schema.table), db=sqlglot.exp.to_identifier(database))
+    name = sqlglot.exp.Table(this=sqlglot.exp.to_identifier(schema.table),
+                             db=sqlglot.exp.to_identifier(view_database or database))
     return render("create_view_as.sql.j2", name=name.sql(dialect=dialect), query=body)
 
 

@@ -12,6 +12,9 @@
 #       hive-metastore/                  Hive standalone metastore: jars, home/
 #                                        (its unpacked tarball), launcher/ (the
 #                                        loopback launcher, compiled here)
+#       trino/                           Trino's CLI, and home/: the server with
+#                                        only its Hive connector (the tarball's
+#                                        other plugins are left out)
 # Does nothing for a part that is already there; prints what it did.
 #
 # Environment: LAKECOMPACT_STACK_DIR (default <project root>/.stack),
@@ -158,6 +161,19 @@ if [ "$(cat "$HMS/launcher/.built" 2>/dev/null)" != "$LAUNCHER_KEY" ]; then
   say "jars/hive-metastore: compiled the loopback launcher"
 else
   say "jars/hive-metastore: launcher present, skipped"
+fi
+
+fetch_or_die trino trino
+TRINO="$JARS/trino"
+if [ ! -d "$TRINO/home/lib" ]; then
+  rm -rf "$TRINO/home.tmp" && mkdir -p "$TRINO/home.tmp"
+  tarball=$(ls "$TRINO"/trino-server-*.tar.gz)
+  # whole, as its jars are hard links across plugins; then only the Hive connector is kept
+  tar xzf "$tarball" -C "$TRINO/home.tmp" --strip-components=1
+  find "$TRINO/home.tmp/plugin" -mindepth 1 -maxdepth 1 ! -name hive -exec rm -rf {} +
+  mv "$TRINO/home.tmp" "$TRINO/home"
+  rm -f "$tarball"  # 650 MB, of which the Hive connector and the server's own jars are kept
+  say "jars/trino: unpacked $(basename "$tarball") (server and Hive connector)"
 fi
 
 # Spark jars: match the installed pyspark when Central has that version.

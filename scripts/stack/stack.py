@@ -11,7 +11,9 @@ CLI::
 Components: postgres, mariadb, kafka, connect, metastore (default: all), and
 thriftserver, started only when named: Spark's Thrift JDBC/ODBC server (HiveServer2
 protocol) on the same metastore, for beeline and BI tools
-(``jdbc:hive2://127.0.0.1:19010/default``). ``up metastore`` starts only what the
+(``jdbc:hive2://127.0.0.1:19010/default``), and trino: a Trino server whose Hive
+connector (catalog ``hive``) reads the same metastore (``http://127.0.0.1:19020``).
+``up metastore`` starts only what the
 metastore needs (PostgreSQL and it); lakecompact then uses it with
 ``[metastore] uri = "thrift://127.0.0.1:19083"``.
 
@@ -37,12 +39,14 @@ Environment overrides (read at import time):
     LAKECOMPACT_KAFKA_HEAP / LAKECOMPACT_CONNECT_HEAP   JVM -Xmx (default 512m)
     LAKECOMPACT_METASTORE_HEAP                          JVM -Xmx (default 384m)
     LAKECOMPACT_THRIFTSERVER_PORT 19010  LAKECOMPACT_THRIFTSERVER_HEAP (default 768m)
+    LAKECOMPACT_TRINO_PORT       19020    LAKECOMPACT_TRINO_HEAP (default 1G)
 """
 from __future__ import annotations
 
 import base64
 import dataclasses
 import glob
+import json
 import os
 import re
 import shutil
@@ -81,6 +85,8 @@ METASTORE_PORT = _env_int("LAKECOMPACT_METASTORE_PORT", 19083)
 METASTORE_HEAP = os.environ.get("LAKECOMPACT_METASTORE_HEAP", "384m")
 THRIFTSERVER_PORT = _env_int("LAKECOMPACT_THRIFTSERVER_PORT", 19010)
 THRIFTSERVER_HEAP = os.environ.get("LAKECOMPACT_THRIFTSERVER_HEAP", "768m")
+TRINO_PORT = _env_int("LAKECOMPACT_TRINO_PORT", 19020)
+TRINO_HEAP = os.environ.get("LAKECOMPACT_TRINO_HEAP", "1G")
 KAFKA_HEAP = os.environ.get("LAKECOMPACT_KAFKA_HEAP", "512m")
 CONNECT_HEAP = os.environ.get("LAKECOMPACT_CONNECT_HEAP", "512m")
 
@@ -88,6 +94,8 @@ KAFKA_BOOTSTRAP = f"{HOST}:{KAFKA_PORT}"
 CONNECT_URL = f"http://{HOST}:{CONNECT_PORT}"
 METASTORE_URI = f"thrift://{HOST}:{METASTORE_PORT}"
 THRIFTSERVER_JDBC_URL = f"jdbc:hive2://{HOST}:{THRIFTSERVER_PORT}/default"
+TRINO_URL = f"http://{HOST}:{TRINO_PORT}"
+TRINO_CATALOG = "hive"  # the Hive connector's catalog, on the stack's metastore
 
 JARS_DIR = STACK_DIR / "jars"
 KAFKA_JARS = JARS_DIR / "kafka"
@@ -97,6 +105,8 @@ SPARK_AVRO_JARS_DIR = JARS_DIR / "spark-avro"
 METASTORE_JARS = JARS_DIR / "hive-metastore"  # install.sh: jars, home/ (the unpacked tarball), launcher/
 METASTORE_HOME = METASTORE_JARS / "home"
 METASTORE_LAUNCHER = METASTORE_JARS / "launcher"
+TRINO_JARS = JARS_DIR / "trino"  # install.sh: the CLI jar, and home/ (the server with its Hive connector)
+TRINO_HOME = TRINO_JARS / "home"
 RUN_DIR = STACK_DIR / "run"
 LOG_DIR = STACK_DIR / "logs"
 CONF_DIR = STACK_DIR / "conf"
@@ -969,6 +979,80 @@ def beeline(sql: str, timeout: float = 300) -> list[list[str]]:
 
 
 # --------------------------------------------------------------------------
+# Trino (its Hive connector on the stack's metastore)
+# --------------------------------------------------------------------------
+def _trino_marker() -> str:
+    return f"-Dlakecompact.stack=trino@{STACK_DIR}"
+
+
+def _trino_pid() -> int | None:
+    return _live_pid("trino")
+
+
+def _trino_ready() -> bool:
+    """The coordinator answers and has finished starting (its catalogs are loaded)."""
+    return requests.get(f"{TRINO_URL}/v1/info", timeout=2).json().get("starting") is False
+
+
+def _trino_write_conf() -> Path:
+    """etc/ for the launcher: one node that is coordinator and worker, on loopback, memory sized for 2 cores."""
+    etc = CONF_DIR / "trino"
+    (etc / "catalog").mkdir(parents=True, exist_ok=True)
+    data = STACK_DIR / "trino" / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    files = {
+        "node.properties": f"node.environment=lakecompact\nnode.id=lakecompact-stack\nnode.data-dir={data}\n"
+                           f"node.bind-ip={HOST}\nnode.internal-address={HOST}\n",
+        "jvm.config": f"-server\n-Xmx{TRINO_HEAP}\n-XX:+UseG1GC\n-XX:+ExitOnOutOfMemoryError\n"
+                      f"-Djdk.attach.allowAttachSelf=true\n{_trino_marker()}\n",
+        # query memory + the heap's headroom (30%) must fit the heap
+        "config.properties": f"coordinator=true\nnode-scheduler.include-coordinator=true\n"
+                             f"http-server.http.port={TRINO_PORT}\ndiscovery.uri={TRINO_URL}\n"
+                             "query.max-memory=384MB\nquery.max-memory-per-node=384MB\n"
+                             "query.max-total-memory-per-node=512MB\n",
+        "log.properties": "io.trino=WARN\n",
+        f"catalog/{TRINO_CATALOG}.properties": f"connector.name=hive\nhive.metastore.uri={METASTORE_URI}\n",
+    }
+    for name, text in files.items():
+        (etc / name).write_text(f"# written by scripts/stack/stack.py (rewritten on every up)\n{text}")
+    return etc
+
+
+def _trino_start() -> bool:
+    """Needs the metastore ready."""
+    if _trino_pid():
+        return False
+    if not (TRINO_HOME / "bin" / "launcher").exists():
+        raise StackError(f"Trino is not installed under {TRINO_HOME}: run scripts/stack/install.sh")
+    etc = _trino_write_conf()
+    _log(f"starting Trino on {TRINO_URL} (catalog {TRINO_CATALOG}: the metastore {METASTORE_URI})")
+    _spawn("trino", [str(TRINO_HOME / "bin" / "launcher"), "run", f"--etc-dir={etc}"])
+    return True
+
+
+def _trino_wait(timeout: float) -> None:
+    poll(_trino_ready, timeout, f"Trino on {TRINO_URL}", log=LOG_DIR / "trino.log",
+         fail_fast=lambda: _died("trino"))
+
+
+def stop_trino(timeout: float = 60) -> None:
+    pid = _trino_pid()
+    if pid:
+        _terminate(pid, "Trino", _trino_marker(), timeout)
+    _pidfile("trino").unlink(missing_ok=True)
+
+
+def trino(sql: str, schema: str = "default", timeout: float = 300) -> list[dict]:
+    """Rows of one statement run by Trino's command-line client in the stack's catalog, as JSON objects."""
+    [cli] = TRINO_JARS.glob("trino-cli-*-executable.jar")
+    found = _run(["java", "-jar", str(cli), "--server", TRINO_URL, "--catalog", TRINO_CATALOG, "--schema", schema,
+                  "--output-format", "JSON", "--execute", sql], input="", check=False, timeout=timeout)
+    if found.returncode != 0:
+        raise StackError(f"trino exited {found.returncode}: {(found.stderr or found.stdout)[-2000:]}")
+    return [json.loads(line) for line in found.stdout.splitlines() if line.startswith("{")]
+
+
+# --------------------------------------------------------------------------
 # Kafka Connect (distributed worker)
 # --------------------------------------------------------------------------
 def _connect_write_conf() -> Path:
@@ -1075,8 +1159,9 @@ def stop_connect(timeout: float = 60) -> None:
 # whole stack
 # --------------------------------------------------------------------------
 COMPONENTS = ("postgres", "mariadb", "kafka", "connect", "metastore")
-OPTIONAL = ("thriftserver",)  # started only when named
-NEEDS = {"connect": ("kafka",), "metastore": ("postgres",), "thriftserver": ("metastore", "postgres")}
+OPTIONAL = ("thriftserver", "trino")  # started only when named
+NEEDS = {"connect": ("kafka",), "metastore": ("postgres",), "thriftserver": ("metastore", "postgres"),
+         "trino": ("metastore", "postgres")}
 
 
 def _with_needs(components: Iterable[str] | None) -> set[str]:
@@ -1122,10 +1207,16 @@ def up(timeout: float = 240, components: Iterable[str] | None = None) -> None:
         _metastore_wait(remaining())
     if "thriftserver" in wanted:
         _thriftserver_start()
+    if "trino" in wanted:
+        _trino_start()
+    if "thriftserver" in wanted:
         _thriftserver_wait(remaining())
+    if "trino" in wanted:
+        _trino_wait(remaining())
     addresses = {"kafka": f"Kafka {KAFKA_BOOTSTRAP}", "connect": f"Connect {CONNECT_URL}",
                  "postgres": f"PostgreSQL {HOST}:{PG_PORT}", "mariadb": f"MariaDB {HOST}:{MARIADB_PORT}",
-                 "metastore": f"Hive metastore {METASTORE_URI}", "thriftserver": f"Thrift server {THRIFTSERVER_JDBC_URL}"}
+                 "metastore": f"Hive metastore {METASTORE_URI}", "thriftserver": f"Thrift server {THRIFTSERVER_JDBC_URL}",
+                 "trino": f"Trino {TRINO_URL}"}
     _log(f"stack up in {time.monotonic() - t0:.1f}s: "
          + ", ".join(addresses[c] for c in COMPONENTS + OPTIONAL if c in wanted))
 
@@ -1138,7 +1229,7 @@ def down(components: Iterable[str] | None = None) -> None:
     for name, needs in NEEDS.items():
         if wanted & set(needs):
             wanted.add(name)
-    stops = {"thriftserver": stop_thriftserver, "connect": stop_connect, "metastore": stop_metastore, "kafka": _kafka_stop, "mariadb": _mariadb_stop,
+    stops = {"thriftserver": stop_thriftserver, "trino": stop_trino, "connect": stop_connect, "metastore": stop_metastore, "kafka": _kafka_stop, "mariadb": _mariadb_stop,
              "postgres": _pg_stop}
     for name, stop in stops.items():
         if name in wanted:
@@ -1163,6 +1254,7 @@ def status() -> dict:
     out["metastore"] = {"pid": _metastore_pid(), "ready": safe(_metastore_ready), "address": METASTORE_URI}
     out["thriftserver"] = {"pid": _thriftserver_pid(), "ready": safe(_thriftserver_ready),
                            "address": THRIFTSERVER_JDBC_URL}
+    out["trino"] = {"pid": _trino_pid(), "ready": safe(_trino_ready), "address": TRINO_URL}
     if out["connect"]["ready"]:
         try:
             out["connect"]["connectors"] = {n: connector_status(n) for n in list_connectors()}

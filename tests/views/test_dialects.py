@@ -2,13 +2,16 @@
 
 Trino, Presto and Athena get sqlglot's transpilation of the Spark view; Hive gets the same template rendered
 in the form Hive runs (MAX over named_struct(order, row) instead of MAX_BY, no lambdas, no casts to complex
-types). No Hive, Trino or Presto server runs on this machine, so each text is parse-checked in its own
-dialect, and the Hive form, which is also valid Spark SQL, is run on Spark against a real lake and must
-return exactly what the Spark view returns.
+types; a keyless table's events matched by their columns, null-safe, as Hive has no to_json). No Hive or
+Presto server runs on this machine, so each text is parse-checked in its own dialect, and the Hive form, which
+is also valid Spark SQL, is run on Spark against a real lake and must return exactly what the Spark view
+returns. Trino does run: tests/e2e/test_trino_reader.py.
 """
 
 from __future__ import annotations
 
+import argparse
+import random
 import re
 
 import pytest
@@ -16,10 +19,13 @@ import sqlglot
 from sqlglot import exp
 
 from lakecompact.catalog import Catalog
+from lakecompact.cli import Context, _views
 from lakecompact.errors import LakecompactError
 from lakecompact.schema.model import Field, TableSchema
 from lakecompact.views.dialects import DIALECTS, view_sql
+from tests.semantics.reference import expected_view
 from tests.support.debezium import INT, PLACEHOLDER, TEXT, Topic
+from tests.test_run import Source
 from tests.unit.test_templates import KEYLESS, SCHEMA
 
 
@@ -44,25 +50,29 @@ def test_hive_form_uses_only_what_hive_has():
     assert len([m for m in maxima if "'o'" in m or "AS o" in m]) == 2 + 3, maxima
 
 
+def test_hive_form_of_a_keyless_table_matches_events_by_their_columns():
+    """Hive has no to_json: a redelivered event is found by its position, op and columns, compared null-safe."""
+    text = view_sql(KEYLESS, "lake", "hive")
+    tree = sqlglot.parse_one(text, read="hive")
+    assert "to_json" not in text.lower() and not list(tree.find_all(exp.ArgMax))
+    assert "k.`amount` <=> a.`amount`" in text and "k.`__position` <=> a.`__position`" in text
+
+
 def test_spark_form_keeps_max_by():
     tree = sqlglot.parse_one(view_sql(SCHEMA, "lake", "spark"), read="spark")
     assert list(tree.find_all(exp.ArgMax))
 
 
-@pytest.mark.parametrize(
-    ("schema", "words"),
-    [
-        (KEYLESS, ["log", "no key", "to_json"]),
-        (TableSchema("attrs", "s.public.attrs", (Field("id", {"type": "int32"}),
-                                                  Field("labels", {"type": "map", "keys": {"type": "string"},
-                                                                   "values": {"type": "string"}})), ("id",)),
-         ["attrs", "MAP columns (labels)"]),
-    ],
-)
-def test_hive_refuses_what_it_cannot_express(schema, words):
+MAP_TABLE = TableSchema("attrs", "s.public.attrs", (
+    Field("id", {"type": "int32"}),
+    Field("labels", {"type": "map", "keys": {"type": "string"}, "values": {"type": "string"}}),
+), ("id",))
+
+
+def test_hive_refuses_a_table_with_map_columns():
     with pytest.raises(LakecompactError) as error:
-        view_sql(schema, "lake", "hive")
-    assert all(w in str(error.value) for w in words), str(error.value)
+        view_sql(MAP_TABLE, "lake", "hive")
+    assert all(w in str(error.value) for w in ["attrs", "MAP columns (labels)"]), str(error.value)
 
 
 def test_unknown_dialect_names_the_choices():
@@ -101,4 +111,68 @@ def test_hive_form_reads_what_the_spark_view_reads(lake):
     via_hive_form = lake.rows(f"SELECT {columns} FROM ({query}) AS v ORDER BY id")
     via_spark_view = lake.rows(f"SELECT {columns} FROM `{lake.database}`.`public_parts` ORDER BY id")
     assert via_hive_form == via_spark_view == [_row(1, "one", 10), _row(4, "four", 4), _row(5, "five", 5)]
+
+
+@pytest.mark.parametrize("seed", [3, 17])
+def test_hive_form_reads_what_the_spark_view_reads_on_a_random_history(lake, seed):
+    """Random changes (deletes, TOAST placeholders), a third delivered late, some after a compaction."""
+    rng = random.Random(seed)
+    source = Source("pg.public.items", rng)
+    history = [line for position in range(100, 460, 3) for line in source.change(rng.randint(1, 15), position)]
+    late = set(rng.sample(range(len(history)), len(history) // 3))
+    lake.write([line for n, line in enumerate(history[:80]) if n not in late], name="one.jsonl")
+    lake.land()
+    lake.compact()
+    lake.write([line for n, line in enumerate(history) if n >= 80 or n in late], name="two.jsonl")
+    lake.land()
+
+    hive = view_sql(Catalog(lake.spark, lake.config).require("public_items"), lake.database, "hive")
+    query = hive.split(" AS\n", 1)[1]
+    via_hive_form = lake.rows(f"SELECT id, note, qty FROM ({query}) AS v ORDER BY id")
+    via_spark_view = lake.rows(f"SELECT id, note, qty FROM `{lake.database}`.`public_items` ORDER BY id")
+    assert via_hive_form == via_spark_view
+    assert {row["id"]: row for row in via_hive_form} == expected_view(source.model)
+
+
+def test_hive_form_of_a_keyless_table_reads_what_the_spark_view_reads(lake):
+    """Redelivered events (in one batch, in a later one, after a compaction; with null values) are kept once,
+    deletes are not shown, and two events with the same values at different positions are two rows."""
+    topic = Topic("my.shop.audit", [("msg", TEXT), ("amount", INT)], None, connector="mysql")
+
+    def event(op, msg, amount, pos):
+        return topic.event(op, {"msg": msg, "amount": amount}, ("mysql-bin.000001", pos, 0))
+
+    first = [event("c", "a", 1, 100), event("c", "b", None, 200), event("c", "a", 1, 300), event("d", "d", 4, 400)]
+    lake.write([*first, event("c", "b", None, 200)], name="one.jsonl")  # one redelivered in the same batch
+    lake.land()
+    lake.compact()
+    lake.write([event("c", "b", None, 200), event("c", "a", 1, 100),  # redelivered after the compaction
+                event("c", "e", None, 500), event("c", "e", None, 500)], name="two.jsonl")
+    lake.land()  # not compacted: the view resolves the increments
+
+    hive = view_sql(Catalog(lake.spark, lake.config).require("shop_audit"), lake.database, "hive")
+    query = hive.split(" AS\n", 1)[1]
+    columns = "msg, amount, __binlog_pos"
+    order = "ORDER BY __binlog_pos"
+    via_hive_form = lake.rows(f"SELECT {columns} FROM ({query}) AS v {order}")
+    via_spark_view = lake.rows(f"SELECT {columns} FROM `{lake.database}`.`shop_audit` {order}")
+    expected = [{"msg": "a", "amount": 1, "__binlog_pos": 100}, {"msg": "b", "__binlog_pos": 200},
+                {"msg": "a", "amount": 1, "__binlog_pos": 300}, {"msg": "e", "__binlog_pos": 500}]
+    assert via_hive_form == via_spark_view == expected
+
+
+def test_views_skips_a_table_hive_cannot_serve_and_prints_the_others(lake, capsys):
+    topic = Topic("pg.public.parts", [("id", INT), ("note", TEXT)], ["id"])
+    lake.write([topic.event("c", {"id": 1, "note": "one"}, 100)])
+    lake.land()
+    Catalog(lake.spark, lake.config).create(MAP_TABLE)
+    context = Context(argparse.Namespace(command="views", dialect="hive", table=None, database=None))
+    context.__dict__.update(config=lake.config, spark=lake.spark)  # the session and config the lake already has
+
+    _views(context.args, context)
+    printed = capsys.readouterr()
+    assert f"VIEW {lake.database}.public_parts AS" in printed.out and "attrs" not in printed.out
+    assert "attrs has MAP columns (labels)" in printed.err and "skipped" in printed.err
+    with pytest.raises(LakecompactError, match="MAP columns"):  # asked for it alone: nothing to print
+        _views(argparse.Namespace(command="views", dialect="hive", table=["attrs"], database=None), context)
 
