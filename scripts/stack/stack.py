@@ -653,11 +653,11 @@ def _java_cmd(name: str, heap: str, main: str, *args: str, classpath: str = f"{K
 
 
 def _kafka_marker() -> str:
-    return f"-Dlakecompact.stack=kafka@{STACK_DIR}"
+    return _service_marker("kafka")
 
 
 def _connect_marker() -> str:
-    return f"-Dlakecompact.stack=connect@{STACK_DIR}"
+    return _service_marker("connect")
 
 
 def _write_common_conf() -> None:
@@ -702,10 +702,7 @@ num.recovery.threads.per.data.dir=1
 
 
 def _kafka_pid() -> int | None:
-    pid = _read_pidfile(_pidfile("kafka"))
-    if pid and _pid_alive(pid, _kafka_marker()):
-        return pid
-    return None
+    return _live_pid("kafka")
 
 
 def _kafka_cluster_id() -> str:
@@ -772,17 +769,14 @@ def _kafka_wait(timeout: float) -> None:
 
 
 def _kafka_stop(timeout: float = 60) -> None:
-    pid = _kafka_pid()
-    if pid:
-        _terminate(pid, "Kafka", _kafka_marker(), timeout)
-    _pidfile("kafka").unlink(missing_ok=True)
+    _stop_service("kafka", "Kafka", timeout)
 
 
 # --------------------------------------------------------------------------
 # Hive metastore (thrift), its tables in the stack's PostgreSQL
 # --------------------------------------------------------------------------
 def _metastore_marker() -> str:
-    return f"-Dlakecompact.stack=metastore@{STACK_DIR}"
+    return _service_marker("metastore")
 
 
 def _metastore_conf_dir() -> Path:
@@ -847,12 +841,25 @@ def _metastore_setup() -> None:
           "-dbType", "postgres", "-initSchema"], env={"METASTORE_HOME": str(METASTORE_HOME)}, timeout=300)
 
 
+def _service_marker(name: str) -> str:
+    """The system property the stack's `name` JVM is started with: its pid is told from a reused one by it."""
+    return f"-Dlakecompact.stack={name}@{STACK_DIR}"
+
+
 def _live_pid(name: str) -> int | None:
     """The pid of the stack's `name` service (a JVM started with its marker), if it runs."""
     pid = _read_pidfile(_pidfile(name))
-    if pid and _pid_alive(pid, f"-Dlakecompact.stack={name}@{STACK_DIR}"):
+    if pid and _pid_alive(pid, _service_marker(name)):
         return pid
     return None
+
+
+def _stop_service(name: str, what: str, timeout: float) -> None:
+    """Stop the stack's `name` JVM (SIGTERM, then SIGKILL after timeout) and forget its pid."""
+    pid = _live_pid(name)
+    if pid:
+        _terminate(pid, what, _service_marker(name), timeout)
+    _pidfile(name).unlink(missing_ok=True)
 
 
 def _port_answers(port: int) -> bool:
@@ -896,10 +903,7 @@ def start_metastore(timeout: float = 120) -> None:
 
 
 def stop_metastore(timeout: float = 60) -> None:
-    pid = _metastore_pid()
-    if pid:
-        _terminate(pid, "Hive metastore", _metastore_marker(), timeout)
-    _pidfile("metastore").unlink(missing_ok=True)
+    _stop_service("metastore", "Hive metastore", timeout)
 
 
 # --------------------------------------------------------------------------
@@ -914,7 +918,7 @@ def spark_home() -> Path:
 
 
 def _thriftserver_marker() -> str:
-    return f"-Dlakecompact.stack=thriftserver@{STACK_DIR}"
+    return _service_marker("thriftserver")
 
 
 def _thriftserver_pid() -> int | None:
@@ -959,10 +963,7 @@ def _thriftserver_wait(timeout: float) -> None:
 
 
 def stop_thriftserver(timeout: float = 60) -> None:
-    pid = _thriftserver_pid()
-    if pid:
-        _terminate(pid, "Spark's Thrift server", _thriftserver_marker(), timeout)
-    _pidfile("thriftserver").unlink(missing_ok=True)
+    _stop_service("thriftserver", "Spark's Thrift server", timeout)
 
 
 def beeline(sql: str, timeout: float = 300) -> list[list[str]]:
@@ -982,7 +983,7 @@ def beeline(sql: str, timeout: float = 300) -> list[list[str]]:
 # Trino (its Hive connector on the stack's metastore)
 # --------------------------------------------------------------------------
 def _trino_marker() -> str:
-    return f"-Dlakecompact.stack=trino@{STACK_DIR}"
+    return _service_marker("trino")
 
 
 def _trino_pid() -> int | None:
@@ -1036,10 +1037,7 @@ def _trino_wait(timeout: float) -> None:
 
 
 def stop_trino(timeout: float = 60) -> None:
-    pid = _trino_pid()
-    if pid:
-        _terminate(pid, "Trino", _trino_marker(), timeout)
-    _pidfile("trino").unlink(missing_ok=True)
+    _stop_service("trino", "Trino", timeout)
 
 
 def trino(sql: str, schema: str = "default", timeout: float = 300) -> list[dict]:
@@ -1093,10 +1091,7 @@ task.shutdown.graceful.timeout.ms=10000
 
 
 def _connect_pid() -> int | None:
-    pid = _read_pidfile(_pidfile("connect"))
-    if pid and _pid_alive(pid, _connect_marker()):
-        return pid
-    return None
+    return _live_pid("connect")
 
 
 def _connect_spawn() -> bool:
@@ -1148,11 +1143,7 @@ def kill_connect() -> None:
 
 
 def stop_connect(timeout: float = 60) -> None:
-    """Stop the Connect worker cleanly (SIGTERM, then SIGKILL after timeout)."""
-    pid = _connect_pid()
-    if pid:
-        _terminate(pid, "Kafka Connect", _connect_marker(), timeout)
-    _pidfile("connect").unlink(missing_ok=True)
+    _stop_service("connect", "Kafka Connect", timeout)
 
 
 # --------------------------------------------------------------------------
