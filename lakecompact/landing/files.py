@@ -184,4 +184,5 @@ def read(spark: SparkSession, ranges: list[FileRange]) -> DataFrame:
         reason.alias("__line_reason"),
         "line",
         F.lit(None).cast("binary").alias("__value_bytes"),
+        # the text is kept only for lines that are no event (their quarantine needs it), the reason computed once
     ).select("*", F.when(F.col("__line_reason").isNotNull(), F.col("line")).alias("__line")).drop("line")

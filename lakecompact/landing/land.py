@@ -446,6 +446,8 @@ class Landing:
         batch, hour = intent["batch"], intent["hour"]
         schema = self.catalog.require(table)
         columns = schema.column_names + [n for n, _ in META_COLUMNS]
+        location = self.catalog.paths(table).increment(hour, batch)
+        self.storage.delete(location)  # a crashed attempt's
 
         def write(frame: DataFrame) -> None:
             good = frame.where(F.col("__reason").isNull())
@@ -456,8 +458,6 @@ class Landing:
         def written() -> DataFrame:
             return self.spark.read.parquet(location).withColumn("__reason", F.lit(None).cast("string"))
 
-        location = self.catalog.paths(table).increment(hour, batch)
-        self.storage.delete(location)  # a crashed attempt's
         landed = F.col("__reason").isNull()
         written_stats = write_counted(
             rows, write, written,

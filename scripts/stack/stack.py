@@ -652,14 +652,6 @@ def _java_cmd(name: str, heap: str, main: str, *args: str, classpath: str = f"{K
             "-cp", classpath, main, *args]
 
 
-def _kafka_marker() -> str:
-    return _service_marker("kafka")
-
-
-def _connect_marker() -> str:
-    return _service_marker("connect")
-
-
 def _write_common_conf() -> None:
     CONF_DIR.mkdir(parents=True, exist_ok=True)
     (CONF_DIR / "log4j2.properties").write_text(_LOG4J2)
@@ -775,10 +767,6 @@ def _kafka_stop(timeout: float = 60) -> None:
 # --------------------------------------------------------------------------
 # Hive metastore (thrift), its tables in the stack's PostgreSQL
 # --------------------------------------------------------------------------
-def _metastore_marker() -> str:
-    return _service_marker("metastore")
-
-
 def _metastore_conf_dir() -> Path:
     return CONF_DIR / "metastore"
 
@@ -917,10 +905,6 @@ def spark_home() -> Path:
     return Path(found.stdout.strip())
 
 
-def _thriftserver_marker() -> str:
-    return _service_marker("thriftserver")
-
-
 def _thriftserver_pid() -> int | None:
     return _live_pid("thriftserver")
 
@@ -942,7 +926,7 @@ def _thriftserver_start() -> bool:
         str(spark_home() / "bin" / "spark-submit"),
         "--class", "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
         "--name", "lakecompact-thriftserver", "--master", "local[2]", "--driver-memory", THRIFTSERVER_HEAP,
-        "--driver-java-options", f"{_thriftserver_marker()} -Dlog4j2.configurationFile={CONF_DIR / 'log4j2.properties'}",
+        "--driver-java-options", f"{_service_marker('thriftserver')} -Dlog4j2.configurationFile={CONF_DIR / 'log4j2.properties'}",
         "--conf", "spark.sql.catalogImplementation=hive",
         "--conf", f"spark.hadoop.hive.metastore.uris={METASTORE_URI}",
         "--conf", f"spark.sql.warehouse.dir={work / 'warehouse'}",
@@ -982,10 +966,6 @@ def beeline(sql: str, timeout: float = 300) -> list[list[str]]:
 # --------------------------------------------------------------------------
 # Trino (its Hive connector on the stack's metastore)
 # --------------------------------------------------------------------------
-def _trino_marker() -> str:
-    return _service_marker("trino")
-
-
 def _trino_pid() -> int | None:
     return _live_pid("trino")
 
@@ -1005,7 +985,7 @@ def _trino_write_conf() -> Path:
         "node.properties": f"node.environment=lakecompact\nnode.id=lakecompact-stack\nnode.data-dir={data}\n"
                            f"node.bind-ip={HOST}\nnode.internal-address={HOST}\n",
         "jvm.config": f"-server\n-Xmx{TRINO_HEAP}\n-XX:+UseG1GC\n-XX:+ExitOnOutOfMemoryError\n"
-                      f"-Djdk.attach.allowAttachSelf=true\n{_trino_marker()}\n",
+                      f"-Djdk.attach.allowAttachSelf=true\n{_service_marker('trino')}\n",
         # query memory + the heap's headroom (30%) must fit the heap
         "config.properties": f"coordinator=true\nnode-scheduler.include-coordinator=true\n"
                              f"http-server.http.port={TRINO_PORT}\ndiscovery.uri={TRINO_URL}\n"
@@ -1138,7 +1118,7 @@ def kill_connect() -> None:
         return
     _log(f"kill -9 Connect (pid {pid})")
     os.kill(pid, signal.SIGKILL)
-    poll(lambda: not _pid_alive(pid, _connect_marker()), 30, "Connect to die")
+    poll(lambda: not _pid_alive(pid, _service_marker("connect")), 30, "Connect to die")
     _pidfile("connect").unlink(missing_ok=True)
 
 
