@@ -15,8 +15,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support.debezium import (  # noqa: E402
-    DATE, INT, MICRO_TS, PLACEHOLDER, TEXT, Topic, decimal, decimal_wire, write_kcat,
+from tests.support.debezium import (
+    DATE,
+    INT,
+    MICRO_TS,
+    PLACEHOLDER,
+    TEXT,
+    Topic,
+    decimal,
+    decimal_wire,
+    write_kcat,
 )
 
 HERE = Path(__file__).resolve().parent / "events"
