@@ -174,6 +174,8 @@ def read(spark: SparkSession, ranges: list[FileRange]) -> DataFrame:
         .when(F.json_object_keys("line").isNull(), F.lit("line is not a JSON object (malformed or truncated)"))
         .otherwise(F.lit("line has no topic"))
     )
+    # the text is kept only for lines that are no event (their quarantine needs it); `__line` reads the reason
+    # from the first projection, so the reason's parse runs once per line, not again for the text
     return parsed.select(
         F.col("j.topic").alias("__kafka_topic"),
         F.col("j.partition").alias("__kafka_partition"),
@@ -184,5 +186,4 @@ def read(spark: SparkSession, ranges: list[FileRange]) -> DataFrame:
         reason.alias("__line_reason"),
         "line",
         F.lit(None).cast("binary").alias("__value_bytes"),
-        # the text is kept only for lines that are no event (their quarantine needs it), the reason computed once
     ).select("*", F.when(F.col("__line_reason").isNotNull(), F.col("line")).alias("__line")).drop("line")
