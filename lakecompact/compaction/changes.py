@@ -77,8 +77,6 @@ def feed(
         frame = net_changes(spark, schema, before, after, changed=None if truncated else increments)
     else:
         raise LakecompactError(f"change_feed of table {schema.table}: expected net or events, got {mode!r}")
-    columns = [name for name, _ in change_columns(schema)]
-    frame = frame.withColumn("__seq", F.col("__seq").cast("bigint")).withColumn(
-        "__committed_at", F.to_timestamp(F.lit(committed_at))
-    )
-    return frame.select(*columns)
+    # one projection: each DataFrame step analyses the whole plan under it again
+    computed = {"__seq": F.col("__seq").cast("bigint"), "__committed_at": F.to_timestamp(F.lit(committed_at))}
+    return frame.select(*[computed.get(name, F.col(name)).alias(name) for name, _ in change_columns(schema)])

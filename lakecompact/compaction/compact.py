@@ -29,7 +29,7 @@ from lakecompact.identifiers import column_list
 from lakecompact.naming import base_table, changes_table, increments_table
 from lakecompact.report import say, seconds_since, warn
 from lakecompact.schema.model import BASE_EXTRA, CHANGE_PARTITION, META_COLUMNS, TableSchema
-from lakecompact.semantics import semantics_sql
+from lakecompact.semantics import semantics_context
 from lakecompact.spark import write_counted
 from lakecompact.storage import exclusive_lock
 
@@ -203,20 +203,23 @@ class Compactor:
         return VersionPlan(bucket_count, summary.events, truncated, touched, target, max(seen, default=None))
 
     def _latest_rows(self, plan: VersionPlan, version: int, base: DataFrame, increments: DataFrame) -> DataFrame:
-        """Base N+1's rows of the target buckets, with their `__bucket`."""
+        """Base N+1's rows of the target buckets, with their `__bucket`, in partitions that each hold few
+        buckets, so that a bucket gets few files, without shuffling the whole base: the carried base rows stay
+        in the scan's partitions (a scan task reads whole files, so a bucket gets one file per task that read
+        its files: one, unless its files outgrow a split); only the resolved rows, as many as the change, are
+        shuffled to their bucket (one file each)."""
         keyless = self.schema.keyless
-        query = semantics_sql(
+        context = semantics_context(
             self.schema, base="{base}", increments="{increments}", live_only=False,
             new_rows_only=keyless and not plan.truncated, mark_carried=not keyless,
         )
-        rows = self.spark.sql(query, base=base, increments=increments)
-        if not plan.truncated:  # the truncate marker's bucket is rewritten only for a new truncate
-            rows = rows.where(F.col("__op") != "t")
-        rows = rows.withColumn(
-            "__bucket",
-            F.when(F.col("__op") == "t", F.lit(MARKER_BUCKET)).otherwise(self._bucket(plan.bucket_count, version)),
+        query = sql.render_checked(
+            "version_rows.sql.j2", **context,
+            bucket_count=plan.bucket_count, chunk=version if keyless else None, marker_bucket=MARKER_BUCKET,
+            truncated=plan.truncated, tombstone_cutoff=self._tombstone_cutoff(), partitions=max(len(plan.target), 1),
+            written=[*self._base_schema().fieldNames(), "__bucket"],
         )
-        return self._purge_tombstones(rows)
+        return self.spark.sql(query, base=base, increments=increments)
 
     def _write_rows(self, rows: DataFrame, plan: VersionPlan, version: int) -> WrittenRows:
         """Write the version's folders; each bucket's rows and live rows counted while written (no second read)."""
@@ -228,7 +231,7 @@ class Compactor:
             in_bucket = F.col("__bucket") == b
             counts |= {f"rows{n}": F.count(F.when(in_bucket, 1)), f"live{n}": F.count(F.when(in_bucket & live, 1))}
         metrics = write_counted(
-            self._grouped_by_bucket(rows, plan),
+            rows,
             lambda frame: frame.write.partitionBy("__bucket").parquet(location),
             # read back only when the optimizer proved the rows empty (then there is no __bucket folder to find)
             lambda: self.spark.read.schema(self._base_schema().add("__bucket", IntegerType())).parquet(location),
@@ -237,17 +240,6 @@ class Compactor:
         for b in plan.target:
             self.storage.mkdirs(self.paths.base_bucket(version, b))
         return WrittenRows({b: (metrics[f"rows{n}"], metrics[f"live{n}"]) for n, b in enumerate(plan.target)})
-
-    def _grouped_by_bucket(self, rows: DataFrame, plan: VersionPlan) -> DataFrame:
-        """Rows in partitions that each hold few buckets, so that a bucket gets few files, without shuffling the
-        whole base: the carried base rows stay in the scan's partitions (a scan task reads whole files, so a
-        bucket gets one file per task that read its files: one, unless its files outgrow a split); only the
-        resolved rows, as many as the change, are shuffled to their bucket (one file each)."""
-        partitions = max(len(plan.target), 1)
-        if self.schema.keyless:  # every row written is a new one (or, after a truncate, a rewrite)
-            return rows.repartition(partitions, "__bucket")
-        resolved = rows.where(~F.col("__carried")).repartition(partitions, "__bucket")
-        return resolved.unionByName(rows.where(F.col("__carried"))).drop("__carried")
 
     def _write_version(
         self, current: Manifest, version: int, increments: DataFrame, pending, started: float
@@ -306,12 +298,11 @@ class Compactor:
             self.catalog.add_partitions(self.changes_table, [([(CHANGE_PARTITION[0], version)], final)])
             self.catalog.refresh(self.changes_table)
 
-    def _purge_tombstones(self, rows: DataFrame) -> DataFrame:
+    def _tombstone_cutoff(self) -> str | None:
+        """Hard deletes: tombstones landed before this instant are purged (None: soft deletes keep them)."""
         if self.settings.delete_mode != "hard":
-            return rows
-        cutoff = datetime.now(UTC) - timedelta(hours=self.settings.tombstone_retention_hours)
-        expired = F.col("__deleted") & F.coalesce(F.col("__landed_at") < F.lit(cutoff), F.lit(False))
-        return rows.where((F.col("__op") == "t") | ~expired)
+            return None
+        return (datetime.now(UTC) - timedelta(hours=self.settings.tombstone_retention_hours)).isoformat()
 
     # -- the swap and what follows -------------------------------------------------------------------
     def _point_base_at(self, manifest: Manifest, pointed_at: Manifest | None = None) -> None:
@@ -337,7 +328,7 @@ class Compactor:
         gone = [[("__bucket", b)] for b in sorted(existing - set(wanted))]
         self.catalog.drop_partitions(self.base_table, gone)
         self.catalog.set_properties(self.base_table, {VERSION_PROPERTY: str(manifest.version)})
-        self.catalog.refresh(self.base_table, self.table)
+        self.catalog.refresh(self.base_table)
 
     def _archive(self, consumed: tuple[tuple[str, int], ...]) -> None:
         if not consumed:

@@ -48,6 +48,11 @@ def contexts() -> dict[str, dict]:
         "create_view.sql.j2": {"database": "db", "view": "orders", **semantics},
         "create_view_as.sql.j2": {"name": "db.orders", "query": "SELECT 1 AS x"},
         "latest_rows.sql.j2": {**semantics, "live_only": False},
+        "version_rows.sql.j2": {
+            **semantics, "live_only": False, "mark_carried": True, "bucket_count": 8, "chunk": None,
+            "marker_bucket": -1, "truncated": False, "tombstone_cutoff": "2026-11-24T10:00:00+00:00",
+            "partitions": 2, "written": SCHEMA.column_names + [name for name, _ in META_COLUMNS] + ["__bucket"],
+        },
         "appended_rows.sql.j2": semantics_context(KEYLESS, base="b", increments="i", live_only=True),
         "change_net.sql.j2": {"before": "b", "after": "a", "key": ["id"], "columns": SCHEMA.column_names},
         "change_events.sql.j2": {**semantics, "live_only": False, "repaired": "r"},
