@@ -131,7 +131,7 @@ class Compactor:
                 say(f"compact {self.table}: nothing pending (base v{current.version}) in {seconds_since(started)}")
                 return None
             version = current.version + 1
-            increments = self.catalog.table(self.increments_table).where(F.col("__batch").isin([b for _, b in pending]))
+            increments = self._read_increments(pending)
             report = self._write_version(current, version, increments, pending, started)
             self._point_base_at(self.manifests.read(version), current)
             crashpoints.reached("swap")
@@ -167,6 +167,17 @@ class Compactor:
 
     def _base_schema(self) -> StructType:
         return StructType.fromDDL(column_list(self.schema.columns + list(META_COLUMNS) + list(BASE_EXTRA)))
+
+    def _read_increments(self, pending: list[tuple[str, int]]) -> DataFrame:
+        """The pending increments with the columns the semantic queries read (data, meta and `__batch`), in
+        one scan of their folders (a registered increment is at `paths.increment(hour, batch)`). The queries
+        refer to the increments in up to twelve places, and each reference to `<t>_increments` would list its
+        partitions in the metastore again (five calls each); one file index serves them all."""
+        data_columns = self.schema.columns + list(META_COLUMNS)
+        files = self.spark.read.schema(StructType.fromDDL(column_list(data_columns))).parquet(
+            *[self.paths.increment(hour, batch) for hour, batch in pending])
+        file_path = files.metadataColumn("_metadata").getField("file_path")  # even if a column is named _metadata
+        return files.withColumn("__batch", F.regexp_extract(file_path, r"/batch=([0-9]+)/[^/]*$", 1).cast("bigint"))
 
     def _read_base(self, manifest: Manifest, buckets: tuple[int, ...]) -> DataFrame:
         locations = [self.paths.base_bucket(manifest.buckets[b], b) for b in buckets if b in manifest.buckets]
