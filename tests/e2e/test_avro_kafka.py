@@ -24,6 +24,7 @@ from lakecompact.catalog import Catalog
 from lakecompact.compaction.compact import compact
 from lakecompact.landing.land import land
 from lakecompact.schema.registry import RegistryUnavailable
+from tests.support.databases import database_name
 from tests.support.registry_server import RegistryServer, read_avsc
 
 pytestmark = pytest.mark.e2e
@@ -98,9 +99,10 @@ def test_avro_events_with_two_schema_versions_land_equal(stack, spark, tmp_path)
         frame = spark.createDataFrame(list(zip(keys, messages)), "key BINARY, value BINARY")
         frame.write.format("kafka").option("kafka.bootstrap.servers", stack.KAFKA_BOOTSTRAP).option("topic", TOPIC).save()
 
+        database = database_name()
         config = config_module.from_dict({
             "warehouse": str(tmp_path / "warehouse"),
-            "database": "avro_lake",
+            "database": database,
             "source": {"kind": "kafka", "bootstrap_servers": stack.KAFKA_BOOTSTRAP, "topics": [TOPIC]},
             "registry": {"url": registry.url, "retries": 2, "backoff_seconds": 0.1},
             "defaults": {"buckets": 2},
@@ -129,7 +131,7 @@ def test_avro_events_with_two_schema_versions_land_equal(stack, spark, tmp_path)
         def view():
             rows = spark.sql("SELECT id, first_name, last_name, email, CAST(balance AS STRING) AS balance, "
                              "CAST(cash AS STRING) AS cash "
-                             "FROM avro_lake.inventory_customers ORDER BY id").collect()
+                             f"FROM {database}.inventory_customers ORDER BY id").collect()
             return [r.asDict() for r in rows]
 
         assert view() == expected

@@ -10,6 +10,7 @@ import pytest
 from lakecompact import config as config_module
 from lakecompact.errors import LakecompactError
 from lakecompact.landing.land import dry_run, land
+from tests.support.databases import database_name
 from tests.support.debezium import INT, TEXT, Topic
 
 pytestmark = pytest.mark.e2e
@@ -28,9 +29,10 @@ def test_land_one_table_leaves_the_other_topics_for_the_next_land(stack, spark, 
 
     produce("a", 1, 3)
     produce("b", 1, 4)
+    database = database_name()
     config = config_module.from_dict({
         "warehouse": str(tmp_path / "warehouse"),
-        "database": "one_lake",
+        "database": database,
         "source": {"kind": "kafka", "bootstrap_servers": stack.KAFKA_BOOTSTRAP,
                    "topic_pattern": f"{server}\\..*"},
         "defaults": {"buckets": 2},
@@ -44,7 +46,7 @@ def test_land_one_table_leaves_the_other_topics_for_the_next_land(stack, spark, 
     assert land(spark, config).rows_out == {}
 
     counts = spark.sql(
-        "SELECT 'a' AS t, count(*) AS n FROM one_lake.public_a UNION ALL SELECT 'b', count(*) FROM one_lake.public_b"
+        f"SELECT 'a' AS t, count(*) AS n FROM {database}.public_a UNION ALL SELECT 'b', count(*) FROM {database}.public_b"
     ).collect()
     assert {r.t: r.n for r in counts} == {"a": 5, "b": 4}
     with pytest.raises(LakecompactError, match="no topic of the source lands in that table"):
