@@ -147,6 +147,8 @@ def run_process(cmd: list[str], log_path: Path, env: dict | None = None, timeout
     busy0, total0 = _cpu_jiffies()
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
     full_env.update(env or {})
+    # this checkout's lakecompact, which the results name, not the clone `pip install -e` last pointed at
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), full_env.get("PYTHONPATH")]))
     with open(log_path, "w") as err, open(stdout_path or log_path.with_suffix(".out"), "w") as out:
         started = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=full_env, cwd=str(ROOT), start_new_session=True)
@@ -1015,6 +1017,7 @@ def main() -> None:
         os.nice(args.nice - os.nice(0))
     if not VENV_PYTHON.exists():
         raise SystemExit(f"{VENV_PYTHON} missing: run `bash benchmarks/setup.sh` first")
+    sys.path.insert(0, str(ROOT))
     try:
         import lakecompact  # noqa: F401
     except ImportError:
