@@ -36,7 +36,7 @@ class Context:
     def spark(self):
         from lakecompact.spark import create_session
 
-        return create_session(self.config, wait=not self.args.no_wait, verbose=self.args.verbose)
+        return create_session(self.config, wait=not self.args.no_wait, verbose=self.args.verbose, one_shot=True)
 
     def outage(self, error: BaseException):
         """The one-line error for a failure that says the shared metastore or the Kafka brokers are gone (None:

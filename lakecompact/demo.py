@@ -39,7 +39,7 @@ def run_demo(warehouse: str | None = None, *, archive_options: tuple[str, ...] =
     )
     from lakecompact.spark import create_session
 
-    spark = create_session(config, archive_options=archive_options)
+    spark = create_session(config, archive_options=archive_options, one_shot=True)
     say(f"demo: lake at {root / 'warehouse'}, events from {EXAMPLES}")
 
     say("\n== 1. land the first events and compact them")

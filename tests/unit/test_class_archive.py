@@ -24,9 +24,9 @@ def _java(*options: str) -> subprocess.CompletedProcess:
                           check=False, timeout=120)
 
 
-def _driver_options() -> str:
+def _driver_options(one_shot: bool = False) -> str:
     config = config_module.from_dict({"warehouse": "/tmp/w", "source": {"kind": "files", "paths": ["/tmp/e"]}})
-    return session_conf(config)["spark.driver.extraJavaOptions"]
+    return session_conf(config, one_shot=one_shot)["spark.driver.extraJavaOptions"]
 
 
 def test_an_archive_dumped_by_a_jvm_is_put_in_place_and_given_to_every_driver_jvm():
@@ -45,6 +45,11 @@ def test_an_archive_dumped_by_a_jvm_is_put_in_place_and_given_to_every_driver_jv
     mapped = _java(*options, "-Xshare:on")  # on: fail rather than start without it
     assert mapped.returncode == 0, mapped.stderr
     assert "warning" not in mapped.stderr.lower()
+    # a one-shot command's JVM (C1 only) maps the same archive
+    assert "-XX:TieredStopAtLevel=1" in _driver_options(one_shot=True).split()
+    assert "TieredStopAtLevel" not in _driver_options()  # `run` keeps the full JIT
+    one_shot = _java(*options, "-XX:TieredStopAtLevel=1", "-Xshare:on")
+    assert one_shot.returncode == 0 and "warning" not in one_shot.stderr.lower(), one_shot.stderr
     assert class_archive.build(lambda options: pytest.fail("built again")) == path
 
 
