@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from lakecompact import sql
 from lakecompact.config import Config
@@ -54,6 +55,12 @@ class TablePaths:
 
     def increment(self, hour: str, batch: int) -> str:
         return f"{self.increments}/hour={hour}/batch={batch}"
+
+    @staticmethod
+    def batch_of_increment_file(file_path: Column) -> Column:
+        """The batch of a file in `increment(hour, batch)`, read from its path (a path of another layout fails
+        the cast rather than giving NULL: Spark's ANSI mode)."""
+        return F.regexp_extract(file_path, r"/batch=([0-9]+)/[^/]*$", 1).cast("bigint")
 
     @property
     def archive(self) -> str:

@@ -177,7 +177,7 @@ class Compactor:
         files = self.spark.read.schema(StructType.fromDDL(column_list(data_columns))).parquet(
             *[self.paths.increment(hour, batch) for hour, batch in pending])
         file_path = files.metadataColumn("_metadata").getField("file_path")  # even if a column is named _metadata
-        return files.withColumn("__batch", F.regexp_extract(file_path, r"/batch=([0-9]+)/[^/]*$", 1).cast("bigint"))
+        return files.withColumn("__batch", TablePaths.batch_of_increment_file(file_path))
 
     def _read_base(self, manifest: Manifest, buckets: tuple[int, ...]) -> DataFrame:
         locations = [self.paths.base_bucket(manifest.buckets[b], b) for b in buckets if b in manifest.buckets]
