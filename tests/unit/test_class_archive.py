@@ -24,8 +24,9 @@ def _java(*options: str) -> subprocess.CompletedProcess:
                           check=False, timeout=120)
 
 
-def _driver_options(one_shot: bool = False) -> str:
-    config = config_module.from_dict({"warehouse": "/tmp/w", "source": {"kind": "files", "paths": ["/tmp/e"]}})
+def _driver_options(one_shot: bool = False, spark_conf: dict | None = None) -> str:
+    config = config_module.from_dict({"warehouse": "/tmp/w", "source": {"kind": "files", "paths": ["/tmp/e"]},
+                                      "spark": {"conf": spark_conf or {}}})
     return session_conf(config, one_shot=one_shot)["spark.driver.extraJavaOptions"]
 
 
@@ -51,6 +52,17 @@ def test_an_archive_dumped_by_a_jvm_is_put_in_place_and_given_to_every_driver_jv
     one_shot = _java(*options, "-XX:TieredStopAtLevel=1", "-Xshare:on")
     assert one_shot.returncode == 0 and "warning" not in one_shot.stderr.lower(), one_shot.stderr
     assert class_archive.build(lambda options: pytest.fail("built again")) == path
+
+
+def test_the_drivers_java_options_of_the_config_are_added_after_lakecompacts_and_win_where_they_conflict():
+    ours = _driver_options(one_shot=True).split()
+    combined = _driver_options(one_shot=True, spark_conf={"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=4 -Dlake.x=1"})
+    assert combined.split() == [*ours, "-XX:TieredStopAtLevel=4", "-Dlake.x=1"]
+    # the JVM takes the last of two conflicting options: the user's full JIT, not lakecompact's C1 only
+    flags = _java(*combined.split(), "-XX:+PrintFlagsFinal")
+    assert flags.returncode == 0, flags.stderr
+    [level] = [line.split()[3] for line in flags.stdout.splitlines() if line.split()[1:2] == ["TieredStopAtLevel"]]
+    assert level == "4"
 
 
 def test_a_damaged_dump_is_never_put_in_place(cache):
