@@ -32,6 +32,7 @@ def semantics_context(schema: TableSchema, *, base: str, increments: str, live_o
         "live_only": live_only,
         "new_rows_only": False,
         "mark_carried": False,
+        "read_increments_once": False,
         "dialect": "spark",
         **extra,
     }

@@ -24,6 +24,7 @@ def view_context(schema: TableSchema, database: str) -> dict:
             base=qualified(database, base_table(schema.table)),
             increments=qualified(database, increments_table(schema.table)),
             live_only=True,
+            read_increments_once=True,
         ),
     }
 

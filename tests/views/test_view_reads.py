@@ -1,0 +1,30 @@
+"""The view reads the pending increments once per query: Spark would otherwise inline the `increments` CTE into
+each of its references, list `<t>_increments`' partitions in the metastore for each copy, and a batch landed
+between two listings could reach some references and not others."""
+
+from __future__ import annotations
+
+from tests.support.debezium import INT, TEXT, Topic
+
+T = Topic("pg.public.readers", [("id", INT), ("name", TEXT)], ["id"])
+TABLE = "public_readers"
+
+
+def test_the_view_reads_the_pending_increments_once_per_query(lake):
+    lake.write([T.event("c", {"id": i, "name": f"n{i}"}, 100 + i) for i in range(1, 5)])
+    lake.land()
+    lake.compact()
+    lake.write([T.event("u", {"id": 1, "name": "one"}, 200), T.event("d", {"id": 2, "name": ""}, 210),
+                T.tombstone({"id": 2})], name="b2.jsonl")
+    lake.land()
+    lake.write([T.event("c", {"id": 9, "name": "nine"}, 300), T.event("u", {"id": 3, "name": "three"}, 310)],
+               name="b3.jsonl")
+    lake.land()  # two batches pending over a compacted base
+
+    assert lake.view(TABLE) == [{"id": 1, "name": "one"}, {"id": 3, "name": "three"}, {"id": 4, "name": "n4"},
+                                {"id": 9, "name": "nine"}]
+    # each copy of the CTE would list the table's partitions again: 2 pending batches, fetched once
+    metrics = lake.spark._jvm.org.apache.spark.metrics.source.HiveCatalogMetrics
+    before = metrics.METRIC_PARTITIONS_FETCHED().getCount()
+    lake.spark.table(f"`{lake.database}`.`{TABLE}`")._jdf.queryExecution().executedPlan()
+    assert metrics.METRIC_PARTITIONS_FETCHED().getCount() - before == 2
