@@ -1,4 +1,5 @@
-"""One SparkSession for the whole run (local[2], embedded Hive metastore); each test gets its own lake.
+"""One SparkSession per process (the run, or each pytest-xdist worker; local[2], embedded Hive metastore); each
+test gets its own lake.
 
 LAKECOMPACT_TEST_METASTORE switches the session to a shared Hive metastore (tests/support/databases.py).
 
@@ -15,7 +16,7 @@ import pytest
 
 pytest.register_assert_rewrite("tests.support")  # the checks of its helpers report like a test's own asserts
 
-from tests.support.databases import SHARED_METASTORE, database_name
+from tests.support.databases import PREFIX, SHARED_METASTORE, database_name
 
 os.environ.setdefault("LAKECOMPACT_SPARK_LOG_LEVEL", "ERROR")
 
@@ -32,7 +33,21 @@ def pytest_configure(config):
     )
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--e2e", choices=("include", "skip", "only"), default="include",
+        help="include, skip or run only the end-to-end tests, on top of -m and the paths given (scripts/test.sh "
+             "runs the others on two pytest-xdist workers, then these in one process: they stop and start the "
+             "stack that the others use)",
+    )
+
+
 def pytest_collection_modifyitems(config, items):
+    e2e = config.getoption("e2e")
+    if e2e != "include":
+        kept = [item for item in items if ("e2e" in item.keywords) == (e2e == "only")]
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
     # soak tests run only when asked for by name (-m soak): each takes minutes of kills and restarts
     soak_asked = "soak" in (config.getoption("markexpr") or "")
     for item in items:
@@ -42,21 +57,49 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="a soak test: run it with scripts/test.sh -m soak"))
 
 
-@pytest.fixture(scope="session")
-def metastore_uri():
-    """The shared metastore the run uses ("" for the embedded one); `stack`: the e2e stack's, started here
-    and stopped after the run unless it was running before."""
-    if SHARED_METASTORE != "stack":
-        yield SHARED_METASTORE
+def _is_xdist_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+# the stack components this run started (in the process that is no pytest-xdist worker), to stop at its end
+_STARTED_STACK = pytest.StashKey[list]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    """`stack` (LAKECOMPACT_TEST_METASTORE): the e2e stack's metastore, started once for the whole run, before
+    pytest-xdist starts its workers (two workers starting it at once would race), and stopped at the end unless
+    it was running before."""
+    if SHARED_METASTORE != "stack" or _is_xdist_worker(session.config):
         return
     from tests.e2e.conftest import load_stack_module
 
     stack = load_stack_module()
     started = [name for name, info in stack.status().items() if name in ("postgres", "metastore") and not info["ready"]]
-    stack.up(components=["metastore"])
-    yield stack.METASTORE_URI
+    try:
+        stack.up(components=["metastore"])
+    except stack.StackError as error:
+        pytest.exit(f"LAKECOMPACT_TEST_METASTORE=stack: the stack's metastore did not start: {error}", returncode=3)
+    session.config.stash[_STARTED_STACK] = started
+
+
+def pytest_sessionfinish(session):
+    started = session.config.stash.get(_STARTED_STACK, [])
     if started:
-        stack.down(started)
+        from tests.e2e.conftest import load_stack_module
+
+        load_stack_module().down(started)
+
+
+@pytest.fixture(scope="session")
+def metastore_uri():
+    """The shared metastore the run uses ("" for the embedded one; `stack`: the e2e stack's, which
+    pytest_sessionstart started)."""
+    if SHARED_METASTORE != "stack":
+        return SHARED_METASTORE
+    from tests.e2e.conftest import load_stack_module
+
+    return load_stack_module().METASTORE_URI
 
 
 @pytest.fixture(scope="session")
@@ -90,11 +133,10 @@ def spark(tmp_path_factory, metastore_uri):
         }
     )
     session = create_session(config)
-    existing = {row[0] for row in session.sql("SHOW DATABASES").collect()} if metastore_uri else set()
     yield session
-    if metastore_uri:  # a shared metastore outlives the run: the databases the run created go with it
+    if metastore_uri:  # a shared metastore outlives the run: the databases this process created go with it
         for row in session.sql("SHOW DATABASES").collect():
-            if row[0] not in existing:
+            if row[0].startswith(PREFIX):
                 session.sql(f"DROP DATABASE IF EXISTS `{row[0]}` CASCADE")
     session.stop()
 
