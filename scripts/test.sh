@@ -21,11 +21,10 @@ fi
 # (the metastore among them), which the other tests use. LAKECOMPACT_TEST_WORKERS=0: the first part in one
 # process too. Both parts run; the exit code is the first failing part's (5, no test selected, is not a failure
 # unless no part selected any).
-PYTEST=("${PYTHON:-python3}" -m pytest)
 status=5
 for part in "-n ${LAKECOMPACT_TEST_WORKERS:-2} --dist loadfile --e2e skip" "--e2e only"; do
   # shellcheck disable=SC2086  # $part is a list of options
-  "${PYTEST[@]}" $part "$@" && code=0 || code=$?
+  "${PYTHON:-python3}" -m pytest $part "$@" && code=0 || code=$?
   if [ "$code" != 5 ] && { [ "$status" = 0 ] || [ "$status" = 5 ]; }; then
     status=$code
   fi
