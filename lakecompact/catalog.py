@@ -209,6 +209,7 @@ class Catalog:
         for _, statement in self.ddl(schema):
             self.spark.sql(statement)
         self.save_schema(schema)
+        view_definition.record_view(self, schema)
 
     def widen(self, schema: TableSchema) -> None:
         """Apply safe type widenings: the tables' data schemas change in the metastore, files stay as written.

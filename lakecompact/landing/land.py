@@ -32,6 +32,7 @@ from lakecompact.schema.model import META_COLUMNS, TableSchema
 from lakecompact.schema.registry import RegistryError
 from lakecompact.spark import write_counted
 from lakecompact.storage import VersionedState, exclusive_lock, folder_stats
+from lakecompact.views.definition import refresh_view
 
 # the message as it came (Avro values as bytes), so that `requeue` can land it again once the cause is fixed
 QUARANTINE_COLUMNS = (
@@ -242,6 +243,9 @@ class Landing:
         batch, hour = intent["batch"], intent["hour"]
         for table in self.catalog.tables():
             apply.retry_hooks(self.catalog, self.config, table)
+            schema = self.catalog.schema(table)
+            if schema is not None and refresh_view(self.catalog, schema):
+                say(f"  {self.config.database}.{table}: view created again with this version's SQL")
         # read and parsed once for the batch (lines that are no event keep their text, the others do not)
         read = decode.split_message(self._read(intent)).persist()
         messages = read.where(F.col("__line_reason").isNull())

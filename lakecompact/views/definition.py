@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING
 
+from lakecompact import sql
 from lakecompact.identifiers import qualified
 from lakecompact.naming import base_table, increments_table
 from lakecompact.schema.model import TableSchema
@@ -32,3 +34,31 @@ def view_context(schema: TableSchema, database: str) -> dict:
 def create_view(catalog: Catalog, schema: TableSchema) -> None:
     """Create or replace the view (after the table's schema changed, its SQL follows the columns)."""
     catalog.run(TEMPLATE, **view_context(schema, catalog.database))
+    record_view(catalog, schema)
+
+
+def _view_hash(catalog: Catalog, schema: TableSchema) -> str:
+    rendered = sql.render(TEMPLATE, database=catalog.database, **view_context(schema, catalog.database))
+    return hashlib.sha256(rendered.encode()).hexdigest()
+
+
+def _record_path(catalog: Catalog, table: str) -> str:
+    return f"{catalog.paths(table).state}/view.json"
+
+
+def record_view(catalog: Catalog, schema: TableSchema) -> None:
+    """Note which SQL the view was created with (`refresh_view` compares it with this version's)."""
+    catalog.storage.write_json(_record_path(catalog, schema.table), {"sha256": _view_hash(catalog, schema)},
+                               overwrite=True)
+
+
+def refresh_view(catalog: Catalog, schema: TableSchema) -> bool:
+    """Create the view again when its SQL is not what this version of lakecompact writes: a lake made by an
+    earlier version reads through the view it was given until then (faster view SQL would otherwise reach it
+    only with its table's next schema change). True when it did."""
+    path = _record_path(catalog, schema.table)
+    recorded = catalog.storage.read_json(path)["sha256"] if catalog.storage.exists(path) else None
+    if recorded == _view_hash(catalog, schema):
+        return False
+    create_view(catalog, schema)
+    return True

@@ -4,6 +4,8 @@ between two listings could reach some references and not others."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.support.debezium import INT, TEXT, Topic
 
 T = Topic("pg.public.readers", [("id", INT), ("name", TEXT)], ["id"])
@@ -28,3 +30,25 @@ def test_the_view_reads_the_pending_increments_once_per_query(lake):
     before = metrics.METRIC_PARTITIONS_FETCHED().getCount()
     lake.spark.table(f"`{lake.database}`.`{TABLE}`")._jdf.queryExecution().executedPlan()
     assert metrics.METRIC_PARTITIONS_FETCHED().getCount() - before == 2
+
+
+def test_a_view_made_by_an_earlier_version_is_created_again_at_the_next_land(lake):
+    lake.write([T.event("c", {"id": i, "name": f"n{i}"}, 100 + i) for i in range(1, 4)])
+    lake.land()
+    view = f"`{lake.database}`.`{TABLE}`"
+    # what an earlier lakecompact left: another view text, and no note of which SQL it was made with
+    lake.spark.sql(f"CREATE OR REPLACE VIEW {view} AS SELECT 0 AS id, 'stale' AS name")
+    record = Path(lake.tmp, "warehouse", lake.database, TABLE, "_state", "view.json")
+    record.unlink()
+    assert lake.view(TABLE) == [{"id": 0, "name": "stale"}]
+
+    lake.write([T.event("u", {"id": 2, "name": "two"}, 200)], name="b2.jsonl")
+    lake.land()
+
+    assert lake.view(TABLE) == [{"id": 1, "name": "n1"}, {"id": 2, "name": "two"}, {"id": 3, "name": "n3"}]
+    assert record.exists()
+    # once in line with this version's SQL, a land leaves the view alone
+    lake.spark.sql(f"CREATE OR REPLACE VIEW {view} AS SELECT 0 AS id, 'kept' AS name")
+    lake.write([T.event("u", {"id": 3, "name": "three"}, 300)], name="b3.jsonl")
+    lake.land()
+    assert lake.view(TABLE) == [{"id": 0, "name": "kept"}]
