@@ -50,6 +50,7 @@ def view_sql(schema: TableSchema, database: str, dialect: Dialect, view_database
         increments=qualified(database, increments_table(schema.table)),
         live_only=True,
         dialect="hive" if dialect == "hive" else "spark",
+        read_increments_once=dialect == "spark",  # as the view lakecompact creates (clauses/inputs.sql.j2)
     )
     if dialect == "hive":
         # sqlglot writes named_struct as Spark's STRUCT(x AS name), which Hive lacks: the Hive form is
