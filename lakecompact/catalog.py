@@ -206,10 +206,11 @@ class Catalog:
     def create(self, schema: TableSchema) -> None:
         """Create `<t>_base`, `<t>_increments`, `<t>_changes` and the view `<t>` for a new table."""
         self.ensure_database()
-        for _, statement in self.ddl(schema):
+        for template, statement in self.ddl(schema):
             self.spark.sql(statement)
+            if template == view_definition.TEMPLATE:
+                view_definition.record_view(self, schema.table, statement)
         self.save_schema(schema)
-        view_definition.record_view(self, schema)
 
     def widen(self, schema: TableSchema) -> None:
         """Apply safe type widenings: the tables' data schemas change in the metastore, files stay as written.

@@ -31,25 +31,30 @@ def view_context(schema: TableSchema, database: str) -> dict:
     }
 
 
-def create_view(catalog: Catalog, schema: TableSchema) -> None:
+def view_statement(catalog: Catalog, schema: TableSchema) -> str:
+    """The view's `CREATE OR REPLACE VIEW`, as rendered (not yet parse-checked)."""
+    return sql.render(TEMPLATE, database=catalog.database, **view_context(schema, catalog.database))
+
+
+def create_view(catalog: Catalog, schema: TableSchema, statement: str | None = None) -> None:
     """Create or replace the view (after the table's schema changed, its SQL follows the columns)."""
-    catalog.run(TEMPLATE, **view_context(schema, catalog.database))
-    record_view(catalog, schema)
-
-
-def _view_hash(catalog: Catalog, schema: TableSchema) -> str:
-    rendered = sql.render(TEMPLATE, database=catalog.database, **view_context(schema, catalog.database))
-    return hashlib.sha256(rendered.encode()).hexdigest()
+    statement = statement or view_statement(catalog, schema)
+    sql.parse_check(statement, TEMPLATE)
+    catalog.spark.sql(statement)
+    record_view(catalog, schema.table, statement)
 
 
 def _record_path(catalog: Catalog, table: str) -> str:
     return f"{catalog.paths(table).state}/view.json"
 
 
-def record_view(catalog: Catalog, schema: TableSchema) -> None:
+def _digest(statement: str) -> str:
+    return hashlib.sha256(statement.encode()).hexdigest()
+
+
+def record_view(catalog: Catalog, table: str, statement: str) -> None:
     """Note which SQL the view was created with (`refresh_view` compares it with this version's)."""
-    catalog.storage.write_json(_record_path(catalog, schema.table), {"sha256": _view_hash(catalog, schema)},
-                               overwrite=True)
+    catalog.storage.write_json(_record_path(catalog, table), {"sha256": _digest(statement)}, overwrite=True)
 
 
 def refresh_view(catalog: Catalog, schema: TableSchema) -> bool:
@@ -58,7 +63,8 @@ def refresh_view(catalog: Catalog, schema: TableSchema) -> bool:
     only with its table's next schema change). True when it did."""
     path = _record_path(catalog, schema.table)
     recorded = catalog.storage.read_json(path)["sha256"] if catalog.storage.exists(path) else None
-    if recorded == _view_hash(catalog, schema):
+    statement = view_statement(catalog, schema)
+    if recorded == _digest(statement):
         return False
-    create_view(catalog, schema)
+    create_view(catalog, schema, statement)
     return True
