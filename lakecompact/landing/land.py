@@ -105,6 +105,7 @@ class Landing:
 
     def _run(self, requeue: str | None, table: str | None, quiet_when_idle: bool) -> LandReport:
         started = time.monotonic()
+        self._refresh_views()
         number, state = self.state.latest()
         state = state or {"batch": 0, "files": {}, "kafka": {}}
         intent = self._pending_intent(state)
@@ -132,6 +133,14 @@ class Landing:
             f"{report.skipped} skipped, in {seconds_since(started)}"
         )
         return report
+
+    def _refresh_views(self) -> None:
+        """Every land, with or without anything new, brings the views of a lake made by an earlier version up
+        to this version's SQL."""
+        for table in self.catalog.tables():
+            schema = self.catalog.schema(table)
+            if schema is not None and refresh_view(self.catalog, schema):
+                say(f"  {self.config.database}.{table}: view created again with this version's SQL")
 
     def dry_run(self, table: str | None = None) -> list[dict]:
         """What `land` (`--table`) would land now, per topic, without writing anything (no intent, table, file or
@@ -243,9 +252,6 @@ class Landing:
         batch, hour = intent["batch"], intent["hour"]
         for table in self.catalog.tables():
             apply.retry_hooks(self.catalog, self.config, table)
-            schema = self.catalog.schema(table)
-            if schema is not None and refresh_view(self.catalog, schema):
-                say(f"  {self.config.database}.{table}: view created again with this version's SQL")
         # read and parsed once for the batch (lines that are no event keep their text, the others do not)
         read = decode.split_message(self._read(intent)).persist()
         messages = read.where(F.col("__line_reason").isNull())

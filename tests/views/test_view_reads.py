@@ -42,10 +42,9 @@ def test_a_view_made_by_an_earlier_version_is_created_again_at_the_next_land(lak
     record.unlink()
     assert lake.view(TABLE) == [{"id": 0, "name": "stale"}]
 
-    lake.write([T.event("u", {"id": 2, "name": "two"}, 200)], name="b2.jsonl")
-    lake.land()
+    assert lake.land().batch is None  # nothing new to land, and still the view is brought up to date
 
-    assert lake.view(TABLE) == [{"id": 1, "name": "n1"}, {"id": 2, "name": "two"}, {"id": 3, "name": "n3"}]
+    assert lake.view(TABLE) == [{"id": 1, "name": "n1"}, {"id": 2, "name": "n2"}, {"id": 3, "name": "n3"}]
     assert record.exists()
     # once in line with this version's SQL, a land leaves the view alone
     lake.spark.sql(f"CREATE OR REPLACE VIEW {view} AS SELECT 0 AS id, 'kept' AS name")
