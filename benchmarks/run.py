@@ -228,7 +228,8 @@ class Run:
 
     def __init__(self, scenario: str, args):
         self.scenario, self.args = scenario, args
-        self.work = BENCH / "work" / scenario
+        self.name = args.name or scenario  # of the results files, the logs and the work folder
+        self.work = BENCH / "work" / self.name
         self.runs: dict[str, dict] = {}
         self.notes: list[str] = []
         self.failures: list[str] = []
@@ -244,7 +245,7 @@ class Run:
         """--reuse: take this run from the scenario's last results file (same parameters) instead of running it."""
         if run_name not in self.args.reuse_runs:
             return False
-        previous = RESULTS / f"{self.scenario}.json"
+        previous = RESULTS / f"{self.name}.json"
         doc = json.loads(previous.read_text()) if previous.exists() else {}
         if run_name not in doc.get("runs", {}) or doc.get("params") != self.params:
             log(f"{run_name}: nothing to reuse (no earlier run with the same parameters): running it")
@@ -285,7 +286,7 @@ class Run:
             wait_for_quiet(self.args.quiet_wait)
         log(f"{run_name}: running ({engine})")
         process = run_process([python, str(ENGINES_DIR / script), str(spec_path), str(result_path)],
-                              BENCH / "logs" / self.scenario / f"{run_name}.log", timeout=self.args.timeout)
+                              BENCH / "logs" / self.name / f"{run_name}.log", timeout=self.args.timeout)
         result = json.loads(result_path.read_text()) if result_path.exists() else {
             "engine": engine, "steps": [], "checks": {}, "error": "the process wrote no result", "info": {}}
         if process["rc"] and not result.get("error"):
@@ -336,7 +337,7 @@ class Run:
         result = {"engine": "lakecompact-cli", "run": run_name, "steps": [], "checks": {}, "error": None,
                   "info": {"command": " ".join(base)}, "process": {"seconds": 0.0, "peak_rss_mb": 0}}
         self.runs[run_name] = result
-        logs = BENCH / "logs" / self.scenario
+        logs = BENCH / "logs" / self.name
 
         def command(step, argv, paths, record=True):
             self.lake_toml(toml, warehouse, paths)
@@ -427,12 +428,12 @@ class Run:
                "reference": reference_label, "summary": summary, "correctness": correctness,
                "failures": self.failures, "notes": self.notes, "steps": steps,
                "runs": {r: {k: v for k, v in res.items() if k != "steps"} for r, res in self.runs.items()}}
-        json_path = RESULTS / f"{self.scenario}.json"
+        json_path = RESULTS / f"{self.name}.json"
         json_path.write_text(json.dumps(doc, indent=1, default=str))
         md = render_markdown(doc, reference_label, extra_md)
-        (RESULTS / f"{self.scenario}.md").write_text(md)
-        chart = run_process([str(VENV_PYTHON), str(HERE / "chart.py"), str(json_path), str(RESULTS / f"{self.scenario}.png")],
-                            BENCH / "logs" / self.scenario / "chart.log")
+        (RESULTS / f"{self.name}.md").write_text(md)
+        chart = run_process([str(VENV_PYTHON), str(HERE / "chart.py"), str(json_path), str(RESULTS / f"{self.name}.png")],
+                            BENCH / "logs" / self.name / "chart.log")
         if chart["rc"]:
             log(f"chart failed: see {chart['log']}")
         print(md)
@@ -1011,6 +1012,8 @@ def main() -> None:
     parser.add_argument("--report-only", action="store_true",
                         help="run nothing: write the scenario's .md/.png (and .json) again from its last results, with "
                              "the same parameters given")
+    parser.add_argument("--name", help="results files benchmarks/results/<name>.{json,md,png} (default: the scenario), "
+                        "e.g. merge-5m for a run at another size that should not replace the default run's results")
     parser.add_argument("--nice", type=int, default=10, help="raise this process's niceness to at least this")
     args = parser.parse_args()
     if args.nice and os.nice(0) < args.nice:
@@ -1027,7 +1030,7 @@ def main() -> None:
         args.buckets = min(64, max(8, rows // 125_000))
     args.reuse_runs = {r.strip() for r in args.reuse.split(",") if r.strip()}
     if args.report_only:
-        previous = RESULTS / f"{args.scenario}.json"
+        previous = RESULTS / f"{args.name or args.scenario}.json"
         if not previous.exists():
             raise SystemExit(f"--report-only: no {previous}")
         args.reuse_runs = set(json.loads(previous.read_text())["runs"])
