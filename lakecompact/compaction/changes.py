@@ -8,7 +8,7 @@ pending increments.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakecompact.config import ChangeFeedMode
@@ -46,14 +46,13 @@ def appended_changes(schema: TableSchema, new_rows: DataFrame) -> DataFrame:
     image = F.struct(*[F.col(c) for c in schema.column_names])
     rows = new_rows.where(F.col("__op") != "t")
     deleted = F.col("__op") == "d"
-    order = Window.orderBy("__position", "__kafka_partition", "__kafka_offset")
     return rows.select(
         F.when(deleted, "d").otherwise("i").alias("op"),
         F.when(deleted, image).alias("before"),
         F.when(~deleted, image).alias("after"),
         "__source_ts_ms",
         "__position",
-        F.row_number().over(order).cast("bigint").alias("__seq"),
+        F.struct("__position", "__kafka_partition", "__kafka_offset").alias("__seq_order"),
     )
 
 
@@ -67,8 +66,10 @@ def feed(
     increments: DataFrame,
     truncated: bool,
     committed_at: str,
+    files: int = 1,
 ) -> DataFrame:
-    """The rows of `<t>_changes` for one version (`mode` "off" writes no feed: the caller does not ask)."""
+    """The rows of `<t>_changes` for one version (`mode` "off" writes no feed: the caller does not ask), in `files`
+    partitions of consecutive `__seq`."""
     if schema.keyless:
         frame = appended_changes(schema, after)
     elif mode == "events":
@@ -77,6 +78,9 @@ def feed(
         frame = net_changes(spark, schema, before, after, changed=None if truncated else increments)
     else:
         raise LakecompactError(f"change_feed of table {schema.table}: expected net or events, got {mode!r}")
-    # one projection: each DataFrame step analyses the whole plan under it again
-    computed = {"__seq": F.col("__seq").cast("bigint"), "__committed_at": F.to_timestamp(F.lit(committed_at))}
-    return frame.select(*[computed.get(name, F.col(name)).alias(name) for name, _ in change_columns(schema)])
+    # `__seq` grows with `__seq_order` over the whole version: a range-partitioned sort numbers the rows in parallel
+    # (ids grow within a partition and from one partition to the next), where a ROW_NUMBER over the version sorts
+    # every row in one task (a first compaction's feed holds the whole table). The numbers are not consecutive.
+    ordered = frame.repartitionByRange(files, "__seq_order").sortWithinPartitions("__seq_order")
+    computed = {"__seq": F.monotonically_increasing_id(), "__committed_at": F.to_timestamp(F.lit(committed_at))}
+    return ordered.select(*[computed.get(name, F.col(name)).alias(name) for name, _ in change_columns(schema)])

@@ -35,6 +35,9 @@ from lakecompact.storage import exclusive_lock
 
 __all__ = ["VERSION_PROPERTY", "CompactReport", "Compactor", "compact", "rollback"]
 
+# the change feed's files: a small change writes one, a first compaction's feed (the whole table) is numbered and
+# written in parallel
+FEED_EVENTS_PER_FILE = 250_000
 
 
 @dataclass(frozen=True)
@@ -260,7 +263,8 @@ class Compactor:
         written = self._write_rows(self._latest_rows(plan, version, base, increments), plan, version)
         crashpoints.reached("version-written")
         after = self.spark.read.schema(self._base_schema()).parquet(self.paths.base_version(version))
-        self._write_changes(version, before=base, after=after, increments=increments, truncated=plan.truncated)
+        self._write_changes(version, before=base, after=after, increments=increments, truncated=plan.truncated,
+                            events=plan.events_in)
         buckets = {} if self.schema.keyless and plan.truncated else dict(current.buckets)
         buckets.update({b: version for b in plan.target})
         self.manifests.write(Manifest(
@@ -287,9 +291,10 @@ class Compactor:
         )
 
     def _write_changes(
-        self, version: int, *, before: DataFrame, after: DataFrame, increments: DataFrame, truncated: bool
+        self, version: int, *, before: DataFrame, after: DataFrame, increments: DataFrame, truncated: bool, events: int
     ) -> None:
-        """Staged beside the feed; published (one rename) only once the version is committed."""
+        """Staged beside the feed; published (one rename) only once the version is committed. One file per
+        FEED_EVENTS_PER_FILE events applied (as many changes at most, bar a truncate's deletes)."""
         staging = self.paths.changes_staging(version)
         self.storage.delete(staging)
         if self.settings.change_feed == "off":
@@ -297,8 +302,9 @@ class Compactor:
         frame = changes.feed(
             self.spark, self.schema, self.settings.change_feed, before=before, after=after,
             increments=increments, truncated=truncated, committed_at=datetime.now(UTC).isoformat(),
+            files=max(1, -(-events // FEED_EVENTS_PER_FILE)),
         )
-        frame.coalesce(1).write.parquet(staging)
+        frame.write.parquet(staging)
 
     def _publish_changes(self, version: int) -> None:
         staging, final = self.paths.changes_staging(version), self.paths.changes(version)

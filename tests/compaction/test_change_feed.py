@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from lakecompact.compaction import compact
 from tests.support.debezium import INT, PLACEHOLDER, TEXT, Topic
 
 COLUMNS = [("id", INT), ("note", TEXT), ("qty", INT)]
@@ -40,7 +43,10 @@ def _feed(lake, table):
     return [(r["__version"], r["op"], r.get("key", {}).get("id"), r.get("before"), r.get("after")) for r in rows]
 
 
-def test_net_and_event_feeds(lake):
+@pytest.mark.parametrize("events_per_file", [None, 2], ids=["one file", "many files"])
+def test_net_and_event_feeds(lake, monkeypatch, events_per_file):
+    if events_per_file:  # a big change's feed: numbered and written in range partitions, one file each
+        monkeypatch.setattr(compact, "FEED_EVENTS_PER_FILE", events_per_file)
     net, events = Topic("pg.public.net", COLUMNS, ["id"]), Topic("pg.public.ev", COLUMNS, ["id"])
     lake.configure(tables={"public_ev": {"change_feed": "events"}})
     (net1, net2), (ev1, ev2) = _history(net), _history(events)
@@ -77,6 +83,8 @@ def test_net_and_event_feeds(lake):
         (2, "i", 5, None, _row(5, "five", 5)),
         (2, "u", 6, _row(6, "six", 6), _row(6, "six", 7)),
     ]
+    files = list((lake.tmp / "warehouse").glob(f"{lake.database}/public_ev/**/v=2/*.parquet"))
+    assert len(files) > 1 if events_per_file else len(files) == 1  # 9 events: 5 range partitions, some may be empty
 
     # replaying the net feed from version 0 onto an empty table gives the current base
     replayed = {}
