@@ -69,7 +69,7 @@ def feed(
     files: int = 1,
 ) -> DataFrame:
     """The rows of `<t>_changes` for one version (`mode` "off" writes no feed: the caller does not ask), in `files`
-    partitions of consecutive `__seq`."""
+    range partitions, each holding a stretch of the version's order (`__seq` grows across them)."""
     if schema.keyless:
         frame = appended_changes(schema, after)
     elif mode == "events":
