@@ -234,7 +234,16 @@ class Run:
         self.notes: list[str] = []
         self.failures: list[str] = []
         self.cli_driver_memory: str | None = None  # the CLI runs' spark.driver.memory, when not --driver-memory
-        self.params: dict = {}  # set by the scenario before its runs: what a reused run must match
+        self._params: dict = {}
+
+    @property
+    def params(self) -> dict:
+        """Set by the scenario before its runs: what a reused run must match."""
+        return self._params
+
+    @params.setter
+    def params(self, value: dict) -> None:
+        self._params = {**value, **({"merge_on_read": True} if self.args.merge_on_read else {})}
 
     def common_spec(self) -> dict:
         return {"master": f"local[{self.args.cores}]", "driver_memory": self.args.driver_memory,
@@ -306,7 +315,8 @@ class Run:
         return result
 
     def lake_settings(self, warehouse: Path) -> dict:
-        return {"warehouse": str(warehouse), "database": "lake", "buckets": self.args.buckets}
+        return {"warehouse": str(warehouse), "database": "lake", "buckets": self.args.buckets,
+                "defaults": {"merge_on_read": self.args.merge_on_read}}
 
     def lake_toml(self, path: Path, warehouse: Path, paths: list[str]) -> None:
         memory = self.cli_driver_memory or self.args.driver_memory
@@ -316,6 +326,7 @@ class Run:
         q = json.dumps
         lines = [f"warehouse = {q(str(warehouse))}", 'database = "lake"', "", "[source]", 'kind = "files"',
                  f"paths = [{', '.join(q(p) for p in paths)}]", "", "[defaults]", f"buckets = {self.args.buckets}",
+                 f"merge_on_read = {q(self.args.merge_on_read)}",
                  "", "[spark]", f"master = {q(f'local[{self.args.cores}]')}", "", "[spark.conf]"]
         lines += [f"{q(k)} = {q(v)}" for k, v in from_common.items()]
         path.write_text("\n".join(lines) + "\n")
@@ -1014,6 +1025,8 @@ def main() -> None:
                              "the same parameters given")
     parser.add_argument("--name", help="results files benchmarks/results/<name>.{json,md,png} (default: the scenario), "
                         "e.g. merge-5m for a run at another size that should not replace the default run's results")
+    parser.add_argument("--merge-on-read", action="store_true",
+                        help="lakecompact's tables with merge_on_read = true (README: Merge-on-read)")
     parser.add_argument("--nice", type=int, default=10, help="raise this process's niceness to at least this")
     args = parser.parse_args()
     if args.nice and os.nice(0) < args.nice:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lakecompact.errors import ConfigError
+from lakecompact.schema.model import DELTA_BUCKETS_FROM
 
 DeleteMode = Literal["soft", "hard"]
 NameCase = Literal["lower", "upper", "preserve"]
@@ -121,6 +122,7 @@ class TableConfig:
     keep_versions: int = 3
     toast_placeholder: str = TOAST_PLACEHOLDER
     change_feed: ChangeFeedMode = "net"
+    merge_on_read: bool = False
     hooks: tuple[HookConfig, ...] = ()
     topic: str | None = None
 
@@ -360,7 +362,8 @@ def _check(section: Any, where: str) -> None:
                  "a user name when registry.password is set", section.username)
         _check_subject_format(section.subject_pattern, f"{at}subject_format")
     elif isinstance(section, TableConfig):
-        _require(section.buckets >= 1, f"{at}buckets", "a whole number of at least 1", section.buckets)
+        _require(1 <= section.buckets < DELTA_BUCKETS_FROM, f"{at}buckets",
+                 f"a whole number from 1 to {DELTA_BUCKETS_FROM - 1}", section.buckets)
         _require(section.keep_versions >= 1, f"{at}keep_versions", "a whole number of at least 1", section.keep_versions)
         _require(section.tombstone_retention_hours >= 0, f"{at}tombstone_retention_hours", "a number of hours >= 0")
         for column in section.key or ():

@@ -6,6 +6,7 @@ from __future__ import annotations
 from lakecompact import sql
 from lakecompact.schema.model import (
     BASE_EXTRA,
+    DELTA_BUCKETS_FROM,
     META_COLUMNS,
     ORDER_TYPE,
     ORIGINS_TYPE,
@@ -34,6 +35,8 @@ def semantics_context(schema: TableSchema, *, base: str, increments: str, live_o
         "mark_carried": False,
         "read_increments_once": False,
         "dialect": "spark",
+        # the view (live_only) reads the `<t>_base` table, deltas included; compaction is given the base it reads
+        "deltas_from": DELTA_BUCKETS_FROM if live_only and not schema.keyless else None,
         **extra,
     }
 

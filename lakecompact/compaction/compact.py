@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StructType
@@ -28,16 +29,26 @@ from lakecompact.errors import LockHeld, RollbackError
 from lakecompact.identifiers import column_list
 from lakecompact.naming import base_table, changes_table, increments_table
 from lakecompact.report import say, seconds_since, warn
-from lakecompact.schema.model import BASE_EXTRA, CHANGE_PARTITION, META_COLUMNS, TableSchema
+from lakecompact.schema.model import (
+    BASE_EXTRA,
+    CHANGE_PARTITION,
+    DELTA_BUCKETS_FROM,
+    META_COLUMNS,
+    TableSchema,
+)
 from lakecompact.semantics import semantics_context
 from lakecompact.spark import write_counted
 from lakecompact.storage import exclusive_lock
+from lakecompact.views.definition import refresh_view
 
 __all__ = ["VERSION_PROPERTY", "CompactReport", "Compactor", "compact", "rollback"]
 
 # the change feed's files: a small change writes one, a first compaction's feed (the whole table) is numbered and
 # written in parallel
 FEED_EVENTS_PER_FILE = 250_000
+# merge-on-read: a bucket gets a delta while its delta stays within this share of its own rows, else it is
+# rewritten whole (the delta folded in)
+DELTA_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -49,6 +60,7 @@ class CompactReport:
     live_rows: int = 0
     buckets_rewritten: int = 0
     bucket_count: int = 0
+    deltas_written: int = 0
 
 
 @dataclass(frozen=True)
@@ -59,8 +71,9 @@ class VersionPlan:
     events_in: int
     truncated: bool
     touched: tuple[int, ...]  # buckets of base N that are read
-    target: tuple[int, ...]  # buckets that version N+1 writes (folders v=N+1/__bucket=b)
+    target: tuple[int, ...]  # partitions that version N+1 writes (folders v=N+1/__bucket=b; a delta: DELTA_BUCKETS_FROM + b)
     max_source_ts_ms: int | None  # the last source change base N+1 has seen
+    deltas: tuple[int, ...] = ()  # buckets that get a new delta (merge-on-read) instead of being rewritten whole
 
 
 @dataclass(frozen=True)
@@ -148,7 +161,8 @@ class Compactor:
         say(
             f"compact {self.table}: base v{current.version} -> v{version}: {report.events_in} events from "
             f"{len(pending)} batch(es), {report.rows_out} rows written ({report.live_rows} live), "
-            f"{report.buckets_rewritten} of {report.bucket_count} buckets rewritten, in {seconds_since(started)}"
+            f"{report.buckets_rewritten} of {report.bucket_count} buckets rewritten"
+            f"{f', {report.deltas_written} with a new delta' if report.deltas_written else ''}, in {seconds_since(started)}"
         )
         return report
 
@@ -182,39 +196,91 @@ class Compactor:
         file_path = files.metadataColumn("_metadata").getField("file_path")  # even if a column is named _metadata
         return files.withColumn("__batch", TablePaths.batch_of_increment_file(file_path))
 
-    def _read_base(self, manifest: Manifest, buckets: tuple[int, ...]) -> DataFrame:
-        locations = [self.paths.base_bucket(manifest.buckets[b], b) for b in buckets if b in manifest.buckets]
+    def _read_partitions(self, manifest: Manifest, partitions) -> DataFrame:
+        locations = [self.paths.base_bucket(manifest.buckets[p], p) for p in partitions if p in manifest.buckets]
         if not locations:
             return self.spark.createDataFrame([], self._base_schema())
         return self.spark.read.schema(self._base_schema()).parquet(*locations)
+
+    def _read_base(self, current: Manifest, plan: VersionPlan, increments: DataFrame) -> tuple[DataFrame, DataFrame | None]:
+        """Base N's rows that version N+1 reads, and (merge-on-read) the rows its new deltas shadow.
+
+        The buckets rewritten whole are read whole; of a bucket that gets a delta, only the rows of the keys
+        the change touches (its other rows stay in their files); a delta's rows stand in for the bucket's rows
+        of the same keys (README "Merge-on-read"). The shadowed rows are kept in memory: the version, the change
+        feed and the counts read them, while finding them scans the bucket's files."""
+        deltas = [d for d in (DELTA_BUCKETS_FROM + b for b in plan.touched) if d in current.buckets]
+        whole = self._read_partitions(current, [b for b in plan.touched if b not in plan.deltas])
+        if not deltas and not plan.deltas:
+            return whole, None
+        key = list(self.schema.key)
+        delta = self._read_partitions(current, deltas)
+        shadowed = sql.query(
+            self.spark, "shadowed_rows.sql.j2", {"kept": "{kept}", "delta": "{delta}", "increments": "{increments}", "key": key},
+            kept=self._read_partitions(current, plan.deltas), delta=delta, increments=increments,
+        )
+        if plan.deltas:
+            # a checkpoint, not a cache: Spark did not substitute a cached plan with subqueries in later queries
+            shadowed = shadowed.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK)
+        base = sql.query(
+            self.spark, "base_rows.sql.j2",
+            {"whole": "{whole}", "shadowed": "{shadowed}", "delta": "{delta}", "key": key, "names": self._base_schema().fieldNames()},
+            whole=whole, shadowed=shadowed, delta=delta,
+        )
+        return base, shadowed
+
+    def _count_shadowed(self, shadowed: DataFrame, bucket_count: int) -> dict[int, tuple[int, int]]:
+        """Per bucket, the rows and live rows its new delta shadows (at most bucket_count rows reach the driver)."""
+        counts = shadowed.groupBy(bucket_expression(self.schema, bucket_count).alias("bucket")).agg(
+            F.count(F.lit(1)).alias("rows"), F.count(F.when(_live(), 1)).alias("live")).collect()
+        return {row.bucket: (row.rows, row.live) for row in counts}
 
     def _bucket(self, bucket_count: int, version: int) -> Column:
         """Keyed tables: the key's hash bucket. Keyless: every version appends a chunk (bucket) of its own."""
         return F.lit(version) if self.schema.keyless else bucket_expression(self.schema, bucket_count)
 
     def _plan(self, current: Manifest, version: int, increments: DataFrame) -> VersionPlan:
-        """One pass over the increments: their count, whether a truncate is among them, the buckets they touch
-        (at most bucket_count small ints reach the driver)."""
+        """One pass over the increments: their events per bucket they touch, whether a truncate is among them
+        (at most bucket_count small rows reach the driver)."""
         bucket_count = current.bucket_count if current.buckets else self._bucket_count()
         if not self.schema.keyless and current.buckets and bucket_count != self.settings.buckets:
             warn(f"{self.table}: has {bucket_count} buckets; buckets = {self.settings.buckets} applies to new tables only")
-        summary = increments.agg(
+        summary = increments.groupBy(F.when(F.col("__op") != "t", self._bucket(bucket_count, version)).alias("bucket")).agg(
             F.count(F.lit(1)).alias("events"),
             F.max((F.col("__op") == "t").cast("int")).alias("truncated"),
-            F.collect_set(F.when(F.col("__op") != "t", self._bucket(bucket_count, version))).alias("buckets"),
             F.max("__source_ts_ms").alias("max_source_ts_ms"),
-        ).first()
-        truncated = bool(summary.truncated)
+        ).collect()
+        events = {row.bucket: row.events for row in summary if row.bucket is not None}
+        truncated = any(row.truncated for row in summary)
         marker = (MARKER_BUCKET,) if MARKER_BUCKET in current.buckets else ()
+        deltas: tuple[int, ...] = ()
         if self.schema.keyless:
             # an event delivered again must be found in any chunk; new rows go to a chunk of their own
             touched = tuple(sorted(current.buckets))
             target = (version, MARKER_BUCKET) if truncated else (version,)
         else:
-            touched = tuple(range(bucket_count) if truncated else sorted(summary.buckets)) + marker
-            target = tuple(b for b in touched if b != MARKER_BUCKET) + ((MARKER_BUCKET,) if truncated else ())
-        seen = [t for t in (current.stats.get("max_source_ts_ms"), summary.max_source_ts_ms) if t is not None]
-        return VersionPlan(bucket_count, summary.events, truncated, touched, target, max(seen, default=None))
+            touched = tuple(range(bucket_count) if truncated else sorted(events)) + marker
+            deltas = () if truncated else self._delta_buckets(current, events)
+            target = tuple(DELTA_BUCKETS_FROM + b if b in deltas else b for b in touched if b != MARKER_BUCKET)
+            target += (MARKER_BUCKET,) if truncated else ()
+        seen = [current.stats.get("max_source_ts_ms"), *(row.max_source_ts_ms for row in summary)]
+        return VersionPlan(bucket_count, sum(row.events for row in summary), truncated, touched, target,
+                           max((t for t in seen if t is not None), default=None), deltas)
+
+    def _delta_buckets(self, current: Manifest, events: dict[int, int]) -> tuple[int, ...]:
+        """Merge-on-read: the touched buckets whose delta, grown by this change's events, stays within DELTA_SHARE
+        of the bucket's own rows (as the manifest counted them; a bucket not counted is rewritten whole). Hard
+        deletes rewrite whole: a tombstone purged from a delta would let the bucket's older row show again."""
+        if not self.settings.merge_on_read or self.settings.delete_mode == "hard":
+            return ()
+        counted = current.stats.get("bucket_rows", {})
+
+        def fits(bucket: int) -> bool:
+            own = counted.get(str(bucket)) if bucket in current.buckets else None
+            delta = counted.get(str(DELTA_BUCKETS_FROM + bucket)) if DELTA_BUCKETS_FROM + bucket in current.buckets else [0, 0]
+            return own is not None and delta is not None and delta[0] + events[bucket] <= DELTA_SHARE * own[0]
+
+        return tuple(b for b in sorted(events) if fits(b))
 
     def _latest_rows(self, plan: VersionPlan, version: int, base: DataFrame, increments: DataFrame) -> DataFrame:
         """Base N+1's rows of the target buckets, with their `__bucket`, in partitions that each hold few
@@ -231,7 +297,7 @@ class Compactor:
             "version_rows.sql.j2", **context,
             bucket_count=plan.bucket_count, chunk=version if keyless else None, marker_bucket=MARKER_BUCKET,
             truncated=plan.truncated, tombstone_cutoff=self._tombstone_cutoff(), partitions=max(len(plan.target), 1),
-            written=[*self._base_schema().fieldNames(), "__bucket"],
+            written=[*self._base_schema().fieldNames(), "__bucket"], deltas=plan.deltas, delta_offset=DELTA_BUCKETS_FROM,
         )
         return self.spark.sql(query, base=base, increments=increments)
 
@@ -239,8 +305,7 @@ class Compactor:
         """Write the version's folders; each bucket's rows and live rows counted while written (no second read)."""
         location = self.paths.base_version(version)
         self.storage.delete(location)  # a half-written attempt of this version is garbage
-        live = ~F.col("__deleted") & (F.col("__op") != "t")  # the truncate marker is no row of the table
-        counts = {}
+        live, counts = _live(), {}
         for n, b in enumerate(plan.target):
             in_bucket = F.col("__bucket") == b
             counts |= {f"rows{n}": F.count(F.when(in_bucket, 1)), f"live{n}": F.count(F.when(in_bucket & live, 1))}
@@ -259,14 +324,22 @@ class Compactor:
         self, current: Manifest, version: int, increments: DataFrame, pending, started: float
     ) -> CompactReport:
         plan = self._plan(current, version, increments)
-        base = self._read_base(current, plan.touched)
-        written = self._write_rows(self._latest_rows(plan, version, base, increments), plan, version)
-        crashpoints.reached("version-written")
-        after = self.spark.read.schema(self._base_schema()).parquet(self.paths.base_version(version))
-        self._write_changes(version, before=base, after=after, increments=increments, truncated=plan.truncated,
-                            events=plan.events_in)
+        base, shadowed = self._read_base(current, plan, increments)
+        try:
+            newly_shadowed = self._count_shadowed(shadowed, plan.bucket_count) if plan.deltas else {}  # fills the cache
+            written = self._write_rows(self._latest_rows(plan, version, base, increments), plan, version)
+            crashpoints.reached("version-written")
+            after = self.spark.read.schema(self._base_schema()).parquet(self.paths.base_version(version))
+            self._write_changes(version, before=base, after=after, increments=increments, truncated=plan.truncated,
+                                events=plan.events_in)
+        finally:
+            if plan.deltas:
+                _release_checkpoint(shadowed)
         buckets = {} if self.schema.keyless and plan.truncated else dict(current.buckets)
         buckets.update({b: version for b in plan.target})
+        for b in plan.target:
+            if MARKER_BUCKET != b < DELTA_BUCKETS_FROM:
+                buckets.pop(DELTA_BUCKETS_FROM + b, None)  # rewritten whole: its delta is folded in
         self.manifests.write(Manifest(
             version,
             buckets,
@@ -275,19 +348,20 @@ class Compactor:
             {
                 "events_in": plan.events_in,
                 "rows_written": written.rows,
-                "buckets_rewritten": sorted(plan.target),
+                "buckets_rewritten": sorted(b for b in plan.target if b < DELTA_BUCKETS_FROM),
+                "deltas_written": list(plan.deltas),
                 "created_at": datetime.now(UTC).isoformat(),
                 "seconds": round(time.monotonic() - started, 1),
                 "max_source_ts_ms": plan.max_source_ts_ms,  # the last source change this version has seen
-                **_row_counts(current, buckets, written),
+                **_row_counts(current, buckets, written, newly_shadowed),
             },
         ))
         crashpoints.reached("manifest")
-        data_buckets = [b for b in buckets if b != MARKER_BUCKET]
-        rewritten = [b for b in plan.target if b != MARKER_BUCKET]
+        data_buckets = [b for b in buckets if MARKER_BUCKET != b < DELTA_BUCKETS_FROM]
+        rewritten = [b for b in plan.target if MARKER_BUCKET != b < DELTA_BUCKETS_FROM]
         return CompactReport(
             self.table, version, plan.events_in, written.rows, written.live, len(rewritten),
-            max(plan.bucket_count, len(data_buckets)),
+            max(plan.bucket_count, len(data_buckets)), len(plan.deltas),
         )
 
     def _write_changes(
@@ -329,6 +403,8 @@ class Compactor:
         there, and a bucket the new version did not rewrite keeps its partition untouched; without it (recovery,
         rollback) the partitions are listed first and every one is set.
         """
+        if any(b >= DELTA_BUCKETS_FROM for b in manifest.buckets):
+            refresh_view(self.catalog, self.schema)  # a view made before deltas existed would read them as rows
         if pointed_at is not None:
             existing = set(pointed_at.buckets)
         else:
@@ -433,17 +509,37 @@ class Compactor:
         return previous.version
 
 
-def _row_counts(current: Manifest, buckets: dict[int, int], written: WrittenRows) -> dict:
-    """Rows and live rows of the whole version, from each bucket's counts: the rewritten buckets' as written,
-    the others' as their manifest recorded them (unknown, None, for buckets written before counts were kept)."""
+def _row_counts(
+    current: Manifest, buckets: dict[int, int], written: WrittenRows, newly_shadowed: dict[int, tuple[int, int]]
+) -> dict:
+    """Rows and live rows of the whole version, from each partition's counts: the rewritten ones' as written,
+    the others' as their manifest recorded them (unknown, None, for buckets written before counts were kept),
+    less the bucket rows that deltas shadow (those so far, and `newly_shadowed` by this version's deltas)."""
     known = {int(b): counts for b, counts in current.stats.get("bucket_rows", {}).items()}
     per_bucket = {b: written.per_bucket.get(b, known.get(b)) for b in buckets}
-    complete = all(counts is not None for counts in per_bucket.values())
+    earlier = {int(b): counts for b, counts in current.stats.get("shadowed_rows", {}).items()}
+    shadowed = {}
+    for b in (d - DELTA_BUCKETS_FROM for d in buckets if d >= DELTA_BUCKETS_FROM):
+        before = earlier.get(b) if DELTA_BUCKETS_FROM + b in current.buckets else (0, 0)
+        now = newly_shadowed.get(b, (0, 0))
+        shadowed[b] = None if before is None else (before[0] + now[0], before[1] + now[1])
+    counts = [*per_bucket.values(), *shadowed.values()]
+    complete = all(c is not None for c in counts)
     return {
         "bucket_rows": {str(b): list(counts) for b, counts in sorted(per_bucket.items()) if counts is not None},
-        "rows": sum(c[0] for c in per_bucket.values()) if complete else None,
-        "live_rows": sum(c[1] for c in per_bucket.values()) if complete else None,
+        "shadowed_rows": {str(b): list(counts) for b, counts in sorted(shadowed.items()) if counts is not None},
+        "rows": sum(c[0] for c in per_bucket.values()) - sum(c[0] for c in shadowed.values()) if complete else None,
+        "live_rows": sum(c[1] for c in per_bucket.values()) - sum(c[1] for c in shadowed.values()) if complete else None,
     }
+
+
+def _release_checkpoint(frame: DataFrame) -> None:
+    """Free a local checkpoint's blocks now rather than when the JVM collects the RDD."""
+    frame._jdf.queryExecution().logical().rdd().unpersist(False)
+
+
+def _live() -> Column:
+    return ~F.col("__deleted") & (F.col("__op") != "t")  # the truncate marker is no row of the table
 
 
 def compact(

@@ -38,6 +38,7 @@ def history(spark: SparkSession | None, config: Config, table: str) -> list[dict
             "events_in": stats.get("events_in"),
             "rows_written": stats.get("rows_written"),
             "buckets_rewritten": len([b for b in stats.get("buckets_rewritten", []) if b != MARKER_BUCKET]),
+            "deltas_written": len(stats.get("deltas_written", [])),
             "rows": stats.get("rows"),
             "live_rows": stats.get("live_rows"),
             "seconds": stats.get("seconds"),
@@ -55,7 +56,8 @@ def print_history(table: str, rows: list[dict[str, Any]], out=sys.stdout) -> Non
         feed = f"change feed v{row['change_feed']}" if row["change_feed"] is not None else "no change feed"
         print(
             f"{table} v{row['version']} ({row['state']}): {shown(row['created_at'])}, {row['events_in']} events from "
-            f"{row['batches']} batch(es), {row['rows_written']} rows written to {row['buckets_rewritten']} bucket(s) "
+            f"{row['batches']} batch(es), {row['rows_written']} rows written to {row['buckets_rewritten']} bucket(s)"
+            f"{f' and {d} delta(s)' if (d := row['deltas_written']) else ''} "
             f"in {shown(row['seconds'])}s; {shown(row['live_rows'])} live of {shown(row['rows'])} rows; {feed}",
             file=out,
         )

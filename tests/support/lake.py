@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from lakecompact import config as config_module
+from lakecompact.catalog import Catalog
 from lakecompact.compaction.compact import compact, rollback
 from lakecompact.landing.land import land
+from lakecompact.schema.model import DELTA_BUCKETS_FROM
 from tests.support.debezium import write_kcat
 
 META = {"__op", "__source_ts_ms", "__lsn", "__binlog_file", "__binlog_pos", "__binlog_row", "__position",
@@ -62,14 +64,23 @@ class Lake:
         return self._table(table, meta, order)
 
     def base(self, table: str, *, meta: bool = True, order: str = "") -> list[dict]:
-        return self._table(f"{table}_base", meta, order, where="__op <> 't'")
+        """The base's rows (the truncate marker aside), each key's delta row in place of its bucket row
+        (merge-on-read: a delta is partition DELTA_BUCKETS_FROM + b of `<t>_base`)."""
+        key = Catalog(self.spark, self.config).require(table).key
+        if not key:
+            return self._table(f"{table}_base", meta, order, where="__op <> 't'")
+        same_key = " AND ".join(f"d.`{k}` = f.`{k}`" for k in key)
+        deltas = f"__bucket >= {DELTA_BUCKETS_FROM}"
+        where = (f"__op <> 't' AND (__bucket >= {DELTA_BUCKETS_FROM} OR NOT EXISTS ("
+                 f"SELECT 1 FROM `{self.database}`.`{table}_base` AS d WHERE d.{deltas} AND {same_key}))")
+        return self._table(f"{table}_base", meta, order, where=where, alias="f")
 
-    def _table(self, name: str, meta: bool, order: str, where: str = "true") -> list[dict]:
+    def _table(self, name: str, meta: bool, order: str, where: str = "true", alias: str = "t") -> list[dict]:
         # a view has no cached plan: refreshing the tables it reads suffices, and Spark's refreshTable of the
         # view itself would analyse the view's whole query first (5x the time of both tables' refreshes)
         for table in [name] if name.endswith("_base") else [f"{name}_base", f"{name}_increments"]:
             self.spark.catalog.refreshTable(f"`{self.database}`.`{table}`")
-        rows = self.rows(f"SELECT * FROM `{self.database}`.`{name}` WHERE {where}")
+        rows = self.rows(f"SELECT * FROM `{self.database}`.`{name}` AS {alias} WHERE {where}")
         if not meta:
             rows = [{k: v for k, v in r.items() if k not in META} for r in rows]
         key = order or next(iter(rows[0])) if rows else None

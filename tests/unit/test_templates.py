@@ -10,7 +10,7 @@ from sqlglot import exp
 
 from lakecompact import sql
 from lakecompact.schema.connect import Field
-from lakecompact.schema.model import META_COLUMNS, TableSchema
+from lakecompact.schema.model import DELTA_BUCKETS_FROM, META_COLUMNS, TableSchema
 from lakecompact.semantics import semantics_context
 
 SCHEMA = TableSchema(
@@ -52,7 +52,11 @@ def contexts() -> dict[str, dict]:
             **semantics, "live_only": False, "mark_carried": True, "bucket_count": 8, "chunk": None,
             "marker_bucket": -1, "truncated": False, "tombstone_cutoff": "2026-11-24T10:00:00+00:00",
             "partitions": 2, "written": SCHEMA.column_names + [name for name, _ in META_COLUMNS] + ["__bucket"],
+            "deltas": (1, 5), "delta_offset": DELTA_BUCKETS_FROM,
         },
+        "shadowed_rows.sql.j2": {"kept": "k", "delta": "d", "increments": "i", "key": ["id"]},
+        "base_rows.sql.j2": {"whole": "w", "shadowed": "s", "delta": "d", "key": ["id"],
+                             "names": SCHEMA.column_names + [name for name, _ in META_COLUMNS] + ["__batch", "__origins"]},
         "appended_rows.sql.j2": semantics_context(KEYLESS, base="b", increments="i", live_only=True),
         "change_net.sql.j2": {"before": "b", "after": "a", "key": ["id"], "columns": SCHEMA.column_names},
         "change_events.sql.j2": {**semantics, "live_only": False, "repaired": "r"},
