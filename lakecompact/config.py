@@ -123,6 +123,7 @@ class TableConfig:
     toast_placeholder: str = TOAST_PLACEHOLDER
     change_feed: ChangeFeedMode = "net"
     merge_on_read: bool = False
+    delta_share: float = 0.25  # merge-on-read: a bucket is rewritten, its delta folded in, past this share of its rows
     hooks: tuple[HookConfig, ...] = ()
     topic: str | None = None
 
@@ -366,6 +367,8 @@ def _check(section: Any, where: str) -> None:
                  f"a whole number from 1 to {DELTA_BUCKETS_FROM - 1}", section.buckets)
         _require(section.keep_versions >= 1, f"{at}keep_versions", "a whole number of at least 1", section.keep_versions)
         _require(section.tombstone_retention_hours >= 0, f"{at}tombstone_retention_hours", "a number of hours >= 0")
+        _require(_is_number(section.delta_share) and section.delta_share > 0, f"{at}delta_share",
+                 "a number > 0 (the share of a bucket's rows its delta may reach)", section.delta_share)
         for column in section.key or ():
             _require(bool(_IDENTIFIER.match(column)), f"{at}key", "a list of column names", list(section.key or ()))
     elif isinstance(section, SourceConfig):

@@ -46,9 +46,6 @@ __all__ = ["VERSION_PROPERTY", "CompactReport", "Compactor", "compact", "rollbac
 # the change feed's files: a small change writes one, a first compaction's feed (the whole table) is numbered and
 # written in parallel
 FEED_EVENTS_PER_FILE = 250_000
-# merge-on-read: a bucket gets a delta while its delta stays within this share of its own rows, else it is
-# rewritten whole (the delta folded in)
-DELTA_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -268,17 +265,17 @@ class Compactor:
                            max((t for t in seen if t is not None), default=None), deltas)
 
     def _delta_buckets(self, current: Manifest, events: dict[int, int]) -> tuple[int, ...]:
-        """Merge-on-read: the touched buckets whose delta, grown by this change's events, stays within DELTA_SHARE
+        """Merge-on-read: the touched buckets whose delta, grown by this change's events, stays within `delta_share`
         of the bucket's own rows (as the manifest counted them; a bucket not counted is rewritten whole). Hard
         deletes rewrite whole: a tombstone purged from a delta would let the bucket's older row show again."""
         if not self.settings.merge_on_read or self.settings.delete_mode == "hard":
             return ()
-        counted = current.stats.get("bucket_rows", {})
+        counted, share = current.stats.get("bucket_rows", {}), self.settings.delta_share
 
         def fits(bucket: int) -> bool:
             own = counted.get(str(bucket)) if bucket in current.buckets else None
             delta = counted.get(str(DELTA_BUCKETS_FROM + bucket)) if DELTA_BUCKETS_FROM + bucket in current.buckets else [0, 0]
-            return own is not None and delta is not None and delta[0] + events[bucket] <= DELTA_SHARE * own[0]
+            return own is not None and delta is not None and delta[0] + events[bucket] <= share * own[0]
 
         return tuple(b for b in sorted(events) if fits(b))
 

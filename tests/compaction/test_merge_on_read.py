@@ -1,10 +1,10 @@
 """Merge-on-read (`merge_on_read = true`): a small change writes each touched bucket's delta, and leaves the
-bucket's own files as they are; the delta is folded in when it grows past DELTA_SHARE of the bucket
+bucket's own files as they are; the delta is folded in when it grows past `delta_share` of the bucket
 (README "Merge-on-read"). Readers, row counts, the change feed and rollback see one row per key."""
 
 from __future__ import annotations
 
-from lakecompact.compaction.compact import DELTA_SHARE
+from lakecompact.config import TableConfig
 from lakecompact.schema.model import DELTA_BUCKETS_FROM
 from lakecompact.views.status import status
 from tests.compaction.test_buckets import bucket_locations, files_of
@@ -39,7 +39,7 @@ def changes(lake, version: int) -> dict[str, list[int]]:
 
 
 def test_a_small_change_writes_deltas_and_a_large_one_folds_them_in(lake):
-    assert DELTA_SHARE == 0.25  # the sizes below are chosen around it
+    assert TableConfig().delta_share == 0.25  # the sizes below are chosen around the default
     lake.configure(defaults={"buckets": BUCKETS, "merge_on_read": True})
     pg = Topic("pg.public.items", [("id", INT), ("name", TEXT)], ["id"])
     state = {i: f"n{i}" for i in KEYS}
@@ -86,7 +86,7 @@ def test_a_small_change_writes_deltas_and_a_large_one_folds_them_in(lake):
     assert counts(lake) == (203, 198)
     assert changes(lake, 3) == {"u": [1, 20]}
 
-    # v4: 80 updates (about 40 per bucket): past DELTA_SHARE, so every bucket is rewritten with its delta folded
+    # v4: 80 updates (about 40 per bucket): past delta_share, so every bucket is rewritten with its delta folded
     lake.write([pg.event("u", {"id": i, "name": f"n{i} v4"}, 4000 + i) for i in range(101, 181)])
     lake.land()
     state |= {i: f"n{i} v4" for i in range(101, 181)}

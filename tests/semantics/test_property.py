@@ -44,7 +44,6 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from lakecompact.compaction import compact as compact_module
 from lakecompact.compaction.compact import Compactor
 from tests.semantics.reference import PLACEHOLDER as MODEL_PLACEHOLDER
 from tests.semantics.reference import expected_base, expected_view
@@ -326,9 +325,10 @@ DELETED_VALUES = os.environ.get("LAKECOMPACT_PROPERTY_DELETED_VALUES") == "1"
 
 
 def run_scenario(spark, root, scenario: Scenario, database: str, *, merge_on_read: bool = False) -> list:
-    """merge_on_read: the table's compactions write deltas, and one follows every batch (a chain of deltas).
-    The buckets each compaction wrote a delta for."""
-    lake = Lake(spark, root, database, defaults={"merge_on_read": merge_on_read})
+    """merge_on_read: the table's compactions write deltas (however large they grow), and one follows every
+    batch (a chain of deltas). The buckets each compaction wrote a delta for."""
+    deltas = {"merge_on_read": True, "delta_share": 1e9} if merge_on_read else {}
+    lake = Lake(spark, root, database, defaults=deltas)
     landed: list[Delivery] = []
     for n, batch in enumerate(scenario.batches):
         lake.write([d.line() for d in batch.deliveries], name=batch.file)
@@ -367,10 +367,9 @@ def test_view_and_base_follow_the_reference_model(spark, tmp_path_factory, scena
     run_scenario(spark, tmp_path_factory.mktemp(f"property{n}"), scenario, database_name())
 
 
-def test_view_and_base_follow_the_reference_model_with_deltas(spark, tmp_path_factory, monkeypatch):
-    """The same histories with merge-on-read: every compaction after the first writes its buckets' deltas
-    (however large they grow), so late, duplicate and TOAST events meet keys whose row is in a delta."""
-    monkeypatch.setattr(compact_module, "DELTA_SHARE", 1e9)
+def test_view_and_base_follow_the_reference_model_with_deltas(spark, tmp_path_factory):
+    """The same histories with merge-on-read: every compaction after the first writes its buckets' deltas,
+    so late, duplicate and TOAST events meet keys whose row is in a delta."""
     deltas_written = []
 
     @property_settings(3)
