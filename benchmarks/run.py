@@ -425,7 +425,7 @@ class Run:
                 ok = False
         return {"reference": reference, "checks": rows, "all_agree": ok and bool(rows)}
 
-    def write(self, title: str, summary: list[dict], params: dict, correctness: dict, reference_label: str,
+    def write(self, title: str, summary: list[dict], correctness: dict, reference_label: str,
               extra_md: str = "") -> None:
         RESULTS.mkdir(parents=True, exist_ok=True)
         for row in summary:  # a number taken while other processes held the CPUs says so next to it
@@ -435,7 +435,7 @@ class Run:
                               f"used {other:.0%} of the CPUs during this run"
         steps = [{"run": r, "engine": res["engine"], "step": s["step"], "seconds": s["seconds"],
                   "info": s.get("info", {})} for r, res in self.runs.items() for s in res["steps"]]
-        doc = {"scenario": self.scenario, "title": title, "params": params, "machine": self.args.machine,
+        doc = {"scenario": self.scenario, "title": title, "params": self.params, "machine": self.args.machine,
                "reference": reference_label, "summary": summary, "correctness": correctness,
                "failures": self.failures, "notes": self.notes, "steps": steps,
                "runs": {r: {k: v for k, v in res.items() if k != "steps"} for r, res in self.runs.items()}}
@@ -471,7 +471,7 @@ def render_markdown(doc: dict, reference_label: str, extra_md: str) -> str:
     out = [f"# {doc['title']}", ""]
     out.append(f"Machine: {m['nproc']} cores (`nproc`), {m['memory_gib']} GiB memory, {m['cpu']}; {m['date']}; "
                f"{m['java']}; lakecompact {m['lakecompact_commit']}.  ")
-    out.append("Parameters: " + ", ".join(f"{k} = {fmt(v) if isinstance(v, int) else v}" for k, v in p.items()) + ".")
+    out.append("Parameters: " + ", ".join(f"{k} = {fmt(v) if isinstance(v, int) and not isinstance(v, bool) else str(v).lower()}" for k, v in p.items()) + ".")
     out.append("")
     out.append(f"Seconds are each engine's own step time (JVM start excluded) unless the step says whole process; "
                f"ratio = seconds / {reference_label} (above 1: slower than it).")
@@ -711,7 +711,7 @@ def scenario_merge(args) -> None:
          "but not the same Spark version, so part of any difference is Spark's own."),
     ]
     correctness = run.correctness("duckdb" if "duckdb" in run.runs else next(iter(run.runs), None))
-    run.write(f"merge: {n:,} rows + a change of {c:,} events", summary, params, correctness,
+    run.write(f"merge: {n:,} rows + a change of {c:,} events", summary, correctness,
               "lakecompact (in-process) for the same step")
 
 
@@ -748,7 +748,9 @@ def scenario_change_size(args) -> None:
     for step in run.runs["lakecompact"]["steps"]:
         report = step.get("info", {}).get("report")
         if isinstance(report, list) and report and isinstance(report[0], dict):
-            buckets[step["step"]] = f"{report[0].get('buckets_rewritten')} of {report[0].get('bucket_count')} buckets rewritten"
+            deltas = report[0].get("deltas_written")
+            buckets[step["step"]] = (f"{report[0].get('buckets_rewritten')} of {report[0].get('bucket_count')} buckets rewritten"
+                                     + (f", {deltas} with a new delta" if deltas else ""))
     spec = [
         ("compaction", "full (v1 from the snapshot)", "lakecompact", ["compact: full (v1 from the snapshot)"]),
         ("compaction", "1% spread over all keys", "lakecompact", ["compact: 1% change spread over all keys"]),
@@ -765,7 +767,7 @@ def scenario_change_size(args) -> None:
                         "note": buckets.get(steps[0], ""), "run": run_name, "steps": steps})
     run.notes.append("Buckets are pmod(xxhash64(id), buckets): keys clustered in a range of ids still hash to every "
                      "bucket, so clustering in key space does not reduce the buckets a compaction rewrites.")
-    run.write(f"change-size: compaction of {c:,} changed events vs the full compaction of {n:,} rows", summary, params,
+    run.write(f"change-size: compaction of {c:,} changed events vs the full compaction of {n:,} rows", summary,
               run.correctness("duckdb"), "the full compaction (v1)")
 
 
@@ -836,7 +838,7 @@ def scenario_base_scaling(args) -> None:
             loud(f"MISMATCH: {row}")
     correctness["reference"] = "duckdb@N=<same base>" if ref in run.runs else None
     correctness["all_agree"] = all(r["status"] == "ok" for r in correctness["checks"]) and not run.failures
-    run.write(f"base-scaling: a change of {c:,} events on a base of {n:,} vs {4 * n:,} rows", summary, params,
+    run.write(f"base-scaling: a change of {c:,} events on a base of {n:,} vs {4 * n:,} rows", summary,
               correctness, "the same step at base N")
 
 
@@ -869,7 +871,7 @@ def scenario_landing(args) -> None:
         summary.append({"step": "land the snapshot events", "engine": label, "seconds": seconds,
                         "ratio": ratio_of(seconds, raw),
                         "note": f"{note}; {rate}", "run": run_name, "steps": steps})
-    run.write(f"landing: {n:,} snapshot events ({mb:,.0f} MB of kcat JSON)", summary, params,
+    run.write(f"landing: {n:,} snapshot events ({mb:,.0f} MB of kcat JSON)", summary,
               run.correctness("duckdb"), "raw Spark read.json + parquet write")
 
 
@@ -933,7 +935,7 @@ def scenario_view_read(args) -> None:
                     run.seconds("lakecompact", "compact v2"), "ratio": None, "note": "", "run": "lakecompact",
                     "steps": ["compact v2"]})
     run.write(f"view-read: an hour of pending increments ({batches} batches, {c:,} events) over {n:,} rows",
-              summary, params, run.correctness("duckdb"), "the view over the compacted base")
+              summary, run.correctness("duckdb"), "the view over the compacted base")
 
 
 def scenario_small_command(args) -> None:
@@ -990,7 +992,7 @@ def scenario_small_command(args) -> None:
                      f"sum over the process tree (the Python driver and its JVM, which holds Spark's driver and executors "
                      f"in local mode), with spark.driver.memory = {args.cli_driver_memory} (the JVM grows its heap lazily up to that "
                      f"cap, so RSS follows the cap more than the need; the base was built with {args.driver_memory}).")
-    run.write(f"small-command: {tiny} events on a base of {n:,} vs {4 * n:,} rows", summary, params, correctness,
+    run.write(f"small-command: {tiny} events on a base of {n:,} vs {4 * n:,} rows", summary, correctness,
               f"the {target:.0f} s target")
 
 
@@ -1046,9 +1048,11 @@ def main() -> None:
         previous = RESULTS / f"{args.name or args.scenario}.json"
         if not previous.exists():
             raise SystemExit(f"--report-only: no {previous}")
-        args.reuse_runs = set(json.loads(previous.read_text())["runs"])
+        previous_doc = json.loads(previous.read_text())
+        args.reuse_runs = set(previous_doc["runs"])
         args.quiet_wait = 0
-    args.machine = machine()
+    # a report written again names the machine, date and commit of the runs it reports
+    args.machine = previous_doc["machine"] if args.report_only else machine()
     started = time.monotonic()
     {"merge": scenario_merge, "change-size": scenario_change_size, "base-scaling": scenario_base_scaling,
      "landing": scenario_landing, "view-read": scenario_view_read, "small-command": scenario_small_command}[
