@@ -95,7 +95,10 @@ def land_two_batches_compact_first(lake) -> Topic:
                      id="partitions-moved"),
     ],
 )
-def test_crash_after_manifest_before_swap_is_finished_by_next_run(lake, monkeypatch, crash_at):
+@pytest.mark.parametrize("merge_on_read", [False, True], ids=["rewrite", "deltas"])
+def test_crash_after_manifest_before_swap_is_finished_by_next_run(lake, monkeypatch, crash_at, merge_on_read):
+    if merge_on_read:  # v2 writes deltas: recovery adds their partitions beside the buckets
+        lake.configure(defaults={"merge_on_read": True, "delta_share": 1e9})
     land_two_batches_compact_first(lake)
     owner, name, when = crash_at
     crash_once(monkeypatch, owner, name, when)
@@ -109,6 +112,7 @@ def test_crash_after_manifest_before_swap_is_finished_by_next_run(lake, monkeypa
     monkeypatch.undo()
     assert lake.compact() == []  # converging finishes v2; nothing else is pending
     assert_version_2_committed_once(lake)
+    assert bool(manifest(lake, 2)["stats"]["deltas_written"]) == merge_on_read
 
 
 
