@@ -106,28 +106,27 @@ def test_a_small_change_writes_deltas_and_a_large_one_folds_them_in(lake):
     assert counts(lake) == (203, 198)
 
 
-def test_hard_deletes_rewrite_whole_buckets(lake):
-    """A tombstone purged from a delta would let the bucket's older row show again: hard deletes write no delta."""
-    lake.configure(defaults={"buckets": 1, "merge_on_read": True, "delete_mode": "hard"})
+def one_bucket_then_one_event(lake, defaults: dict, op: str, name: str):
+    """KEYS compacted into one bucket, then one event on key 1 compacted: the second compaction's report."""
+    lake.configure(defaults={"buckets": 1, **defaults})
     pg = Topic("pg.public.items", [("id", INT), ("name", TEXT)], ["id"])
     lake.write([pg.event("c", {"id": i, "name": f"n{i}"}, 1000 + i) for i in KEYS])
     lake.land()
     lake.compact()
-    lake.write([pg.event("d", {"id": 1, "name": "n1"}, 2001)])
+    lake.write([pg.event(op, {"id": 1, "name": name}, 2001)])
     lake.land()
     [second] = lake.compact()
+    return second
+
+
+def test_hard_deletes_rewrite_whole_buckets(lake):
+    """A tombstone purged from a delta would let the bucket's older row show again: hard deletes write no delta."""
+    second = one_bucket_then_one_event(lake, {"merge_on_read": True, "delete_mode": "hard"}, "d", "n1")
     assert (second.buckets_rewritten, second.deltas_written) == (1, 0)
     assert 1 not in view_state(lake) and len(view_state(lake)) == len(KEYS) - 1
 
 
 def test_merge_on_read_is_off_by_default(lake):
-    lake.configure(defaults={"buckets": 1})
-    pg = Topic("pg.public.items", [("id", INT), ("name", TEXT)], ["id"])
-    lake.write([pg.event("c", {"id": i, "name": f"n{i}"}, 1000 + i) for i in KEYS])
-    lake.land()
-    lake.compact()
-    lake.write([pg.event("u", {"id": 1, "name": "n1 v2"}, 2001)])
-    lake.land()
-    [second] = lake.compact()
+    second = one_bucket_then_one_event(lake, {}, "u", "n1 v2")
     assert (second.buckets_rewritten, second.deltas_written) == (1, 0)
     assert sorted(bucket_locations(lake)) == [0]

@@ -70,9 +70,8 @@ class Lake:
         if not key:
             return self._table(f"{table}_base", meta, order, where="__op <> 't'")
         same_key = " AND ".join(f"d.`{k}` = f.`{k}`" for k in key)
-        deltas = f"__bucket >= {DELTA_BUCKETS_FROM}"
-        where = (f"__op <> 't' AND (__bucket >= {DELTA_BUCKETS_FROM} OR NOT EXISTS ("
-                 f"SELECT 1 FROM `{self.database}`.`{table}_base` AS d WHERE d.{deltas} AND {same_key}))")
+        where = (f"__op <> 't' AND (f.__bucket >= {DELTA_BUCKETS_FROM} OR NOT EXISTS (SELECT 1 FROM "
+                 f"`{self.database}`.`{table}_base` AS d WHERE d.__bucket >= {DELTA_BUCKETS_FROM} AND {same_key}))")
         return self._table(f"{table}_base", meta, order, where=where, alias="f")
 
     def _table(self, name: str, meta: bool, order: str, where: str = "true", alias: str = "t") -> list[dict]:
