@@ -8,8 +8,9 @@ pending increments.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, StructType
 
 from lakecompact.config import ChangeFeedMode
 from lakecompact.errors import LakecompactError
@@ -81,6 +82,15 @@ def feed(
     # `__seq` grows with `__seq_order` over the whole version: a range-partitioned sort numbers the rows in parallel
     # (ids grow within a partition and from one partition to the next), where a ROW_NUMBER over the version sorts
     # every row in one task (a first compaction's feed holds the whole table). The numbers are not consecutive.
-    ordered = frame.repartitionByRange(files, "__seq_order").sortWithinPartitions("__seq_order")
+    order = _leaf_fields(frame.schema["__seq_order"].dataType, F.col("__seq_order"))
+    ordered = frame.repartitionByRange(files, *order).sortWithinPartitions(*order)
     computed = {"__seq": F.monotonically_increasing_id(), "__committed_at": F.to_timestamp(F.lit(committed_at))}
     return ordered.select(*[computed.get(name, F.col(name)).alias(name) for name, _ in change_columns(schema)])
+
+
+def _leaf_fields(data_type: DataType, column: Column) -> list[Column]:
+    """A struct's fields in its order, nested structs flattened: sorted by these, the rows are in the struct's
+    order, and Spark's sort compares most of them by a prefix, where a struct is compared field by field."""
+    if not isinstance(data_type, StructType):
+        return [column]
+    return [leaf for field in data_type.fields for leaf in _leaf_fields(field.dataType, column.getField(field.name))]

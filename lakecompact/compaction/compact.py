@@ -196,7 +196,8 @@ class Compactor:
     def _read_partitions(self, manifest: Manifest, partitions) -> DataFrame:
         locations = [self.paths.base_bucket(manifest.buckets[p], p) for p in partitions if p in manifest.buckets]
         if not locations:
-            return self.spark.createDataFrame([], self._base_schema())
+            # known empty (a filter that is always false): the optimizer drops the joins with it
+            return self.spark.createDataFrame([], self._base_schema()).where(F.lit(False))
         return self.spark.read.schema(self._base_schema()).parquet(*locations)
 
     def _read_base(self, current: Manifest, plan: VersionPlan, increments: DataFrame) -> tuple[DataFrame, DataFrame | None]:
@@ -289,6 +290,7 @@ class Compactor:
         context = semantics_context(
             self.schema, base="{base}", increments="{increments}", live_only=False,
             new_rows_only=keyless and not plan.truncated, mark_carried=not keyless,
+            no_truncate=not plan.truncated and MARKER_BUCKET not in plan.touched,
         )
         query = sql.render_checked(
             "version_rows.sql.j2", **context,

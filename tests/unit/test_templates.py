@@ -133,3 +133,20 @@ def test_compaction_marks_the_carried_rows_and_the_view_does_not(dialect):
     assert carried.find(exp.From).this.name == "base"
     assert "__carried" not in sql.render("latest_rows.sql.j2", **context)
     assert "__carried" not in sql.render("create_view.sql.j2", **contexts()["create_view.sql.j2"])
+
+
+@pytest.mark.parametrize("template", ["latest_rows.sql.j2", "version_rows.sql.j2", "appended_rows.sql.j2"])
+def test_a_compaction_without_truncates_looks_for_none(template):
+    """no_truncate (compaction knows its inputs hold no truncate): the last truncate is a constant, no scan of the
+    base or the increments looks for one, and no window asks which of a key's rows came after it."""
+    context = {**contexts()[template], "live_only": False}
+
+    def truncation_reads(no_truncate: bool) -> tuple[list[str], int]:
+        parsed = sqlglot.parse_one(sql.render(template, **{**context, "no_truncate": no_truncate}), read="spark")
+        [truncation] = [cte for cte in parsed.find_all(exp.CTE) if cte.alias == "truncation"]
+        return sorted(table.name for table in truncation.find_all(exp.Table)), len(list(parsed.find_all(exp.Window)))
+
+    assert truncation_reads(no_truncate=False)[0] == ["base", "increments"]
+    assert truncation_reads(no_truncate=True) == ([], 0)
+    if template != "appended_rows.sql.j2":
+        assert truncation_reads(no_truncate=False)[1] == 1  # the window over each key's history
