@@ -80,6 +80,9 @@ def session_conf(
     if config.spark.master.startswith("local") and not os.environ.get("PYSPARK_GATEWAY_PORT"):
         # Spark's 200 shuffle partitions are for clusters: on a few local cores most would be empty tasks
         conf["spark.sql.shuffle.partitions"] = str(4 * (os.cpu_count() or 2))
+        # a read of more than 32 folders (a table's buckets) lists them in a Spark job of its own; on a local
+        # master the job's tasks run in this JVM, so the job is only its scheduling (~0.1 s a read)
+        conf["spark.sql.sources.parallelPartitionDiscovery.threshold"] = "100000"
         # the whole job in one JVM on a few cores: G1's concurrent threads take cores the tasks need
         # (measured on 2 cores: 10-20% off a land/compact/read cycle)
         java_options.append("-XX:+UseParallelGC")
@@ -150,16 +153,23 @@ def create_session(
 
 
 def write_counted(
-    frame: DataFrame, write: Callable[[DataFrame], None], written: Callable[[], DataFrame], **aggregates: Column
+    frame: DataFrame, write: Callable[[DataFrame], None], written: Callable[[], DataFrame], *, observe: bool = True,
+    **aggregates: Column,
 ) -> dict[str, int]:
     """Run `write(frame)` and the aggregates over the rows it wrote, computed while writing (no second read).
 
     When the optimizer proved the result empty, it drops the observation with the plan's other nodes: then the
-    aggregates are computed over `written()`, the rows as read back.
+    aggregates are computed over `written()`, the rows as read back. `observe=False`: always so. Spark evaluates
+    an observation's aggregates row by row without generated code; many of them over many rows cost more than a
+    second read of the columns they need.
     """
+    columns = [column.alias(name) for name, column in aggregates.items()]
+    if not observe:
+        write(frame)
+        return written().agg(*columns).first().asDict()
     observation = Observation()
-    write(frame.observe(observation, *[column.alias(name) for name, column in aggregates.items()]))
+    write(frame.observe(observation, *columns))
     try:
         return observation.get
     except Exception:  # noqa: BLE001 - py4j: "assertion failed" on the empty row of an observation that never ran
-        return written().agg(*[column.alias(name) for name, column in aggregates.items()]).first().asDict()
+        return written().agg(*columns).first().asDict()

@@ -46,6 +46,11 @@ __all__ = ["VERSION_PROPERTY", "CompactReport", "Compactor", "compact", "rollbac
 # the change feed's files: a small change writes one, a first compaction's feed (the whole table) is numbered and
 # written in parallel
 FEED_EVENTS_PER_FILE = 250_000
+# a version's rows are counted per partition while written, two conditions per partition on each row, unless
+# there are more of those than this: then the written `__deleted` column is read back, which is cheaper
+# (measured on 2 cores: 5,000,000 rows into 40 buckets, 2.5 s counting while writing and 0.3 s reading back;
+# 500,000 rows into 40, 0.45 and 0.3 s)
+COUNTED_WHILE_WRITING = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,7 @@ class VersionPlan:
     target: tuple[int, ...]  # partitions that version N+1 writes (folders v=N+1/__bucket=b; a delta: DELTA_BUCKETS_FROM + b)
     max_source_ts_ms: int | None  # the last source change base N+1 has seen
     deltas: tuple[int, ...] = ()  # buckets that get a new delta (merge-on-read) instead of being rewritten whole
+    rows_read: int | None = None  # rows of base N read (as the manifest counted them; None: not all counted)
 
 
 @dataclass(frozen=True)
@@ -262,8 +268,11 @@ class Compactor:
             target = tuple(DELTA_BUCKETS_FROM + b if b in deltas else b for b in touched if b != MARKER_BUCKET)
             target += (MARKER_BUCKET,) if truncated else ()
         seen = [current.stats.get("max_source_ts_ms"), *(row.max_source_ts_ms for row in summary)]
+        counted = current.stats.get("bucket_rows", {})
+        read = [counted.get(str(b)) if b in current.buckets else (0, 0) for b in touched if b not in deltas]
         return VersionPlan(bucket_count, sum(row.events for row in summary), truncated, touched, target,
-                           max((t for t in seen if t is not None), default=None), deltas)
+                           max((t for t in seen if t is not None), default=None), deltas,
+                           None if None in read else sum(rows for rows, _ in read))
 
     def _delta_buckets(self, current: Manifest, events: dict[int, int]) -> tuple[int, ...]:
         """Merge-on-read: the touched buckets whose delta, grown by this change's events, stays within `delta_share`
@@ -313,6 +322,8 @@ class Compactor:
             lambda frame: frame.write.partitionBy("__bucket").parquet(location),
             # read back only when the optimizer proved the rows empty (then there is no __bucket folder to find)
             lambda: self.spark.read.schema(self._base_schema().add("__bucket", IntegerType())).parquet(location),
+            observe=plan.rows_read is not None
+            and (plan.rows_read + plan.events_in) * len(plan.target) <= COUNTED_WHILE_WRITING,
             **counts,
         )
         for b in plan.target:
