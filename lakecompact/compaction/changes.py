@@ -24,7 +24,8 @@ def net_changes(
 ) -> DataFrame:
     """Per key: live row in `before` (base N-1) against the row in `after` (base N, tombstones included).
 
-    `changed`: the increments, when only the keys they name can have changed (no truncate among them).
+    `changed`: the keys the increments name (touched_keys.sql.j2), when only those can have changed (no truncate
+    among them).
     """
     context = {"before": "{before}", "after": "{after}", "key": list(schema.key), "columns": schema.column_names}
     if changed is not None:
@@ -65,18 +66,20 @@ def feed(
     before: DataFrame,
     after: DataFrame,
     increments: DataFrame,
+    touched: DataFrame | None,
     truncated: bool,
     committed_at: str,
     files: int = 1,
 ) -> DataFrame:
     """The rows of `<t>_changes` for one version (`mode` "off" writes no feed: the caller does not ask), in `files`
-    range partitions, each holding a stretch of the version's order (`__seq` grows across them)."""
+    range partitions, each holding a stretch of the version's order (`__seq` grows across them). `touched`: the
+    keys the increments name (keyed tables)."""
     if schema.keyless:
         frame = appended_changes(schema, after)
     elif mode == "events":
         frame = event_changes(spark, schema, before, increments)
     elif mode == "net":
-        frame = net_changes(spark, schema, before, after, changed=None if truncated else increments)
+        frame = net_changes(spark, schema, before, after, changed=None if truncated else touched)
     else:
         raise LakecompactError(f"change_feed of table {schema.table}: expected net or events, got {mode!r}")
     # `__seq` grows with `__seq_order` over the whole version: a range-partitioned sort numbers the rows in parallel

@@ -206,7 +206,17 @@ class Compactor:
             return self.spark.createDataFrame([], self._base_schema()).where(F.lit(False))
         return self.spark.read.schema(self._base_schema()).parquet(*locations)
 
-    def _read_base(self, current: Manifest, plan: VersionPlan, increments: DataFrame) -> tuple[DataFrame, DataFrame | None]:
+    def _touched_keys(self, increments: DataFrame) -> DataFrame:
+        """The keys the increments name, found once for the queries that read them (the shadowed rows, the
+        version, the change feed: each would scan and group the increments again), kept as a local checkpoint
+        that the first of them fills."""
+        keys = sql.query(self.spark, "touched_keys.sql.j2", {"events": "{events}", "key": list(self.schema.key)},
+                         events=increments)
+        return keys.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK)
+
+    def _read_base(
+        self, current: Manifest, plan: VersionPlan, touched: DataFrame | None
+    ) -> tuple[DataFrame, DataFrame | None]:
         """Base N's rows that version N+1 reads, and (merge-on-read) the rows its new deltas shadow.
 
         The buckets rewritten whole are read whole; of a bucket that gets a delta, only the rows of the keys
@@ -220,8 +230,8 @@ class Compactor:
         key = list(self.schema.key)
         delta = self._read_partitions(current, deltas)
         shadowed = sql.query(
-            self.spark, "shadowed_rows.sql.j2", {"kept": "{kept}", "delta": "{delta}", "increments": "{increments}", "key": key},
-            kept=self._read_partitions(current, plan.deltas), delta=delta, increments=increments,
+            self.spark, "shadowed_rows.sql.j2", {"kept": "{kept}", "delta": "{delta}", "touched": "{touched}", "key": key},
+            kept=self._read_partitions(current, plan.deltas), delta=delta, touched=touched,
         )
         if plan.deltas:
             # a checkpoint, not a cache: Spark did not substitute a cached plan with subqueries in later queries
@@ -289,7 +299,9 @@ class Compactor:
 
         return tuple(b for b in sorted(events) if fits(b))
 
-    def _latest_rows(self, plan: VersionPlan, version: int, base: DataFrame, increments: DataFrame) -> DataFrame:
+    def _latest_rows(
+        self, plan: VersionPlan, version: int, base: DataFrame, increments: DataFrame, touched: DataFrame | None
+    ) -> DataFrame:
         """Base N+1's rows of the target buckets, with their `__bucket`, in partitions that each hold few
         buckets, so that a bucket gets few files, without shuffling the whole base: the carried base rows stay
         in the scan's partitions (a scan task reads whole files, so a bucket gets one file per task that read
@@ -300,6 +312,7 @@ class Compactor:
             self.schema, base="{base}", increments="{increments}", live_only=False,
             new_rows_only=keyless and not plan.truncated, mark_carried=not keyless,
             no_truncate=not plan.truncated and MARKER_BUCKET not in plan.touched,
+            touched_keys=None if touched is None else "{touched}",
         )
         query = sql.render_checked(
             "version_rows.sql.j2", **context,
@@ -307,7 +320,7 @@ class Compactor:
             truncated=plan.truncated, tombstone_cutoff=self._tombstone_cutoff(), partitions=max(len(plan.target), 1),
             written=[*self._base_schema().fieldNames(), "__bucket"], deltas=plan.deltas, delta_offset=DELTA_BUCKETS_FROM,
         )
-        return self.spark.sql(query, base=base, increments=increments)
+        return self.spark.sql(query, base=base, increments=increments, **({} if touched is None else {"touched": touched}))
 
     def _write_rows(self, rows: DataFrame, plan: VersionPlan, version: int) -> WrittenRows:
         """Write the version's folders; each bucket's rows and live rows counted while written (no second read)."""
@@ -334,17 +347,20 @@ class Compactor:
         self, current: Manifest, version: int, increments: DataFrame, pending, started: float
     ) -> CompactReport:
         plan = self._plan(current, version, increments)
-        base, shadowed = self._read_base(current, plan, increments)
+        touched = None if self.schema.keyless else self._touched_keys(increments)
+        base, shadowed = self._read_base(current, plan, touched)
         try:
             newly_shadowed = self._count_shadowed(shadowed, plan.bucket_count) if plan.deltas else {}  # fills the cache
-            written = self._write_rows(self._latest_rows(plan, version, base, increments), plan, version)
+            written = self._write_rows(self._latest_rows(plan, version, base, increments, touched), plan, version)
             crashpoints.reached("version-written")
             after = self.spark.read.schema(self._base_schema()).parquet(self.paths.base_version(version))
-            self._write_changes(version, before=base, after=after, increments=increments, truncated=plan.truncated,
-                                events=plan.events_in)
+            self._write_changes(version, before=base, after=after, increments=increments, touched=touched,
+                                truncated=plan.truncated, events=plan.events_in)
         finally:
             if plan.deltas:
                 _release_checkpoint(shadowed)
+            if touched is not None:
+                _release_checkpoint(touched)
         buckets = {} if self.schema.keyless and plan.truncated else dict(current.buckets)
         buckets.update({b: version for b in plan.target})
         for b in plan.target:
@@ -375,7 +391,8 @@ class Compactor:
         )
 
     def _write_changes(
-        self, version: int, *, before: DataFrame, after: DataFrame, increments: DataFrame, truncated: bool, events: int
+        self, version: int, *, before: DataFrame, after: DataFrame, increments: DataFrame, touched: DataFrame | None,
+        truncated: bool, events: int,
     ) -> None:
         """Staged beside the feed; published (one rename) only once the version is committed. One file per
         FEED_EVENTS_PER_FILE events applied (as many changes at most, bar a truncate's deletes)."""
@@ -385,7 +402,7 @@ class Compactor:
             return
         frame = changes.feed(
             self.spark, self.schema, self.settings.change_feed, before=before, after=after,
-            increments=increments, truncated=truncated, committed_at=datetime.now(UTC).isoformat(),
+            increments=increments, touched=touched, truncated=truncated, committed_at=datetime.now(UTC).isoformat(),
             files=max(1, -(-events // FEED_EVENTS_PER_FILE)),
         )
         frame.write.parquet(staging)
