@@ -323,7 +323,8 @@ class Compactor:
         return self.spark.sql(query, base=base, increments=increments, **({} if touched is None else {"touched": touched}))
 
     def _write_rows(self, rows: DataFrame, plan: VersionPlan, version: int) -> WrittenRows:
-        """Write the version's folders; each bucket's rows and live rows counted while written (no second read)."""
+        """Write the version's folders; each bucket's rows and live rows counted while written, or, for a version of
+        many rows into many partitions, read back (COUNTED_WHILE_WRITING)."""
         location = self.paths.base_version(version)
         self.storage.delete(location)  # a half-written attempt of this version is garbage
         live, counts = _live(), {}
@@ -333,7 +334,7 @@ class Compactor:
         metrics = write_counted(
             rows,
             lambda frame: frame.write.partitionBy("__bucket").parquet(location),
-            # read back only when the optimizer proved the rows empty (then there is no __bucket folder to find)
+            # read back when the optimizer proved the rows empty too (then there is no __bucket folder to find)
             lambda: self.spark.read.schema(self._base_schema().add("__bucket", IntegerType())).parquet(location),
             observe=plan.rows_read is not None
             and (plan.rows_read + plan.events_in) * len(plan.target) <= COUNTED_WHILE_WRITING,
