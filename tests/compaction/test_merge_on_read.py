@@ -4,6 +4,9 @@ bucket's own files as they are; the delta is folded in when it grows past `delta
 
 from __future__ import annotations
 
+import pytest
+
+from lakecompact.compaction import compact as compact_module
 from lakecompact.config import TableConfig
 from lakecompact.schema.model import DELTA_BUCKETS_FROM
 from lakecompact.views.status import status
@@ -38,8 +41,11 @@ def changes(lake, version: int) -> dict[str, list[int]]:
     return {op: sorted(ids) for op, ids in found.items()}
 
 
-def test_a_small_change_writes_deltas_and_a_large_one_folds_them_in(lake):
+@pytest.mark.parametrize("counted", ["while-writing", "read-back"])
+def test_a_small_change_writes_deltas_and_a_large_one_folds_them_in(lake, monkeypatch, counted):
     assert TableConfig().delta_share == 0.25  # the sizes below are chosen around the default
+    if counted == "read-back":  # as a version of many rows into many partitions is counted
+        monkeypatch.setattr(compact_module, "COUNTED_WHILE_WRITING", 0)
     lake.configure(defaults={"buckets": BUCKETS, "merge_on_read": True})
     pg = Topic("pg.public.items", [("id", INT), ("name", TEXT)], ["id"])
     state = {i: f"n{i}" for i in KEYS}
