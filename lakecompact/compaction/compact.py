@@ -49,8 +49,9 @@ FEED_EVENTS_PER_FILE = 250_000
 # a version's rows are counted per partition while written, two conditions per partition on each row, unless
 # there are more of those than this: then the written `__deleted` column is read back, which is cheaper
 # (measured on 2 cores: 5,000,000 rows into 40 buckets, 2.5 s counting while writing and 0.3 s reading back;
-# 500,000 rows into 40, 0.45 and 0.3 s)
-COUNTED_WHILE_WRITING = 20_000_000
+# inside a compaction of 500,000 events into 40 deltas, the write's tasks took 1.0 s longer counting than not,
+# and the read back 0.3 s; a read back is one small Spark job, ~0.1 s however few the rows)
+COUNTED_WHILE_WRITING = 4_000_000
 
 
 @dataclass(frozen=True)
