@@ -151,3 +151,34 @@ def test_a_compaction_without_truncates_looks_for_none(template):
     assert truncation_reads(no_truncate=True) == ([], 0)
     if template != "appended_rows.sql.j2":
         assert truncation_reads(no_truncate=False)[1] == 1  # the window over each key's history
+
+
+def test_the_net_feed_compares_images_as_values_only_where_that_is_exact():
+    """An update whose images are equal is left out of the net feed: compared as structs when every column's `=`
+    is exact, else as JSON texts (a map has no equality; 0.0 = -0.0 though the values differ)."""
+    from pyspark.sql.types import (
+        ArrayType,
+        DoubleType,
+        IntegerType,
+        MapType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
+
+    from lakecompact.compaction.changes import _compares_as_value
+
+    def comparison(comparable: bool) -> exp.Expression:
+        rendered = sql.render("change_net.sql.j2", **{**contexts()["change_net.sql.j2"], "comparable": comparable})
+        return sqlglot.parse_one(rendered, read="spark").args["where"]
+
+    as_values, as_texts = comparison(True), comparison(False)
+    assert as_values.find(exp.NullSafeEQ) is not None and "to_json" not in as_values.sql(dialect="spark").lower()
+    assert as_texts.find(exp.NullSafeEQ) is None and as_texts.sql(dialect="spark").lower().count("to_json") == 2
+    nested = StructType([StructField("a", ArrayType(StringType())), StructField("t", TimestampType())])
+    assert all(_compares_as_value(t) for t in (IntegerType(), StringType(), nested, ArrayType(nested)))
+    assert not any(_compares_as_value(t) for t in (
+        DoubleType(), MapType(StringType(), IntegerType()), ArrayType(DoubleType()),
+        StructType([StructField("m", MapType(StringType(), StringType()))]),
+    ))
