@@ -6,9 +6,20 @@ import re
 
 import pytest
 import sqlglot
+from pyspark.sql.types import (
+    ArrayType,
+    DoubleType,
+    IntegerType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 from sqlglot import exp
 
 from lakecompact import sql
+from lakecompact.compaction.changes import _compares_as_value
 from lakecompact.schema.connect import Field
 from lakecompact.schema.model import DELTA_BUCKETS_FROM, META_COLUMNS, TableSchema
 from lakecompact.semantics import semantics_context
@@ -156,19 +167,6 @@ def test_a_compaction_without_truncates_looks_for_none(template):
 def test_the_net_feed_compares_images_as_values_only_where_that_is_exact():
     """An update whose images are equal is left out of the net feed: compared as structs when every column's `=`
     is exact, else as JSON texts (a map has no equality; 0.0 = -0.0 though the values differ)."""
-    from pyspark.sql.types import (
-        ArrayType,
-        DoubleType,
-        IntegerType,
-        MapType,
-        StringType,
-        StructField,
-        StructType,
-        TimestampType,
-    )
-
-    from lakecompact.compaction.changes import _compares_as_value
-
     def comparison(comparable: bool) -> exp.Expression:
         rendered = sql.render("change_net.sql.j2", **{**contexts()["change_net.sql.j2"], "comparable": comparable})
         return sqlglot.parse_one(rendered, read="spark").args["where"]
