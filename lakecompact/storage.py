@@ -63,6 +63,9 @@ class Storage:
         statuses = self._fs.globStatus(self._path(pattern)) or []
         return sorted((s.getPath().toString(), s.getLen()) for s in statuses if s.isFile())
 
+    def size(self, path: str) -> int:
+        return self._fs.getFileStatus(self._path(path)).getLen()
+
     def read_text(self, path: str) -> str:
         stream = self._fs.open(self._path(path))
         try:

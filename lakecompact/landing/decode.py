@@ -102,21 +102,23 @@ def split_message(raw: DataFrame) -> DataFrame:
         (value_bytes.isNotNull() & (F.length(value_bytes) >= 5) & (F.hex(value_bytes.substr(1, 1)) == "00"))
         .alias("__avro"),
     )
-    # The top-level keys, parsed again only when the first parse cannot tell whether the message is Connect's
-    # {"schema": ..., "payload": ...} (a null or missing schema): a message with a schema is classified by it.
+    # The top-level keys of value and key, parsed again only when the first parse cannot tell whether the text is
+    # Connect's {"schema": ..., "payload": ...} (a null or missing schema): one with a schema is classified by it.
     with_schema = F.col("__value.schema").isNotNull() & F.col("__value.payload").isNotNull()
+    key_with_schema = F.col("__key.schema").isNotNull() & F.col("__key.payload").isNotNull()
     parsed = parsed.select(
         "*",
         F.when(~with_schema, F.json_object_keys("payload")).alias("__value_keys"),
-        F.json_object_keys("key").alias("__key_keys"),
+        F.when(~key_with_schema, F.json_object_keys("key")).alias("__key_keys"),
     )
     avro = F.col("__avro")
     value_wrapped = with_schema | _wrapper_keys("__value_keys")
-    key_wrapped = _wrapper_keys("__key_keys")
+    key_wrapped = key_with_schema | _wrapper_keys("__key_keys")
     value_schema = F.when(~avro & value_wrapped, F.col("__value.schema"))
     schema_id = F.conv(F.hex(value_bytes.substr(2, 4)), 16, 10)
     return parsed.select(
         *raw.columns,
+        F.col("payload").isNotNull().alias("__has_value"),  # a Kafka tombstone has none
         F.when(avro, F.lit(None)).when(value_wrapped, F.col("__value.payload")).otherwise(F.col("payload"))
         .alias("value_json"),
         value_schema.alias("value_schema"),
@@ -128,6 +130,20 @@ def split_message(raw: DataFrame) -> DataFrame:
         F.when(avro, F.array().cast("array<string>")).otherwise(F.coalesce("__value_keys", F.array()))
         .alias("value_keys"),
     )
+
+
+# what only the quarantine reads of a split message: the texts as they came and where each came from
+_AS_CAME = ("key", "payload", "__origin", "__line")
+
+
+def without_texts(messages: DataFrame) -> DataFrame:
+    """Split messages without what only the quarantine reads (null): the texts as they came, where each came
+    from, and the bytes of every value but an Avro one (which is decoded from them). What a batch keeps in
+    memory: the rest is a fraction of a message's size (the schema text of a group repeats, and compresses)."""
+    avro = F.coalesce(F.col("value_schema_hash").startswith(AVRO_PREFIX), F.lit(False))
+    kept = {name: F.lit(None).cast("string") for name in _AS_CAME}
+    kept["__value_bytes"] = F.when(avro, F.col("__value_bytes"))
+    return messages.select(*[kept.get(name, F.col(name)).alias(name) for name in messages.columns])
 
 
 def _wrapper_keys(keys: str) -> Column:

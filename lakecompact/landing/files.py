@@ -24,9 +24,14 @@ class FileRange:
     start: int
     end: int
     size: int
+    whole: bool = False  # every line of the file at `size` bytes: it starts at 0, and its last line is complete
 
     def to_json(self) -> dict:
-        return {"path": self.path, "start": self.start, "end": self.end, "size": self.size}
+        return {"path": self.path, "start": self.start, "end": self.end, "size": self.size, "whole": self.whole}
+
+    @staticmethod
+    def from_json(value: dict) -> FileRange:
+        return FileRange(value["path"], value["start"], value["end"], value["size"], value.get("whole", False))
 
 
 def _file_path():
@@ -40,6 +45,7 @@ def _normal(path: str) -> str:
     return path.replace("file:///", "file:/")
 
 
+GREW_WHILE_READ = "a file planned whole grew while it was read"
 # Files up to this size are read whole, one row per file (one Spark job, exact line numbers for free). Bigger
 # ones are streamed in splits: split whole, forty 70 MB files ran an 8 GB driver out of memory.
 WHOLE_FILE_BYTES = 8 * 1024 * 1024
@@ -84,9 +90,10 @@ def _by_size(sizes: dict[str, int]) -> tuple[list[str], list[str]]:
             [p for p, size in sizes.items() if size > WHOLE_FILE_BYTES])
 
 
-def _lines(spark: SparkSession, ranges: list[FileRange]) -> DataFrame:
+def _lines(spark: SparkSession, ranges: list[FileRange], unnumbered: list[FileRange]) -> DataFrame:
     """(path, 0-based line number, line, utf8) of every line of the files of the ranges; utf8: the line's bytes
-    are UTF-8 (in a file read whole that is not, a line holding U+FFFD is taken for one that was not)."""
+    are UTF-8 (in a file read whole that is not, a line holding U+FFFD is taken for one that was not). The files of
+    `unnumbered` (big, each range whole) are streamed in one pass, without numbering their lines (line_no null)."""
     whole, big = _by_size({r.path: r.size for r in ranges})
     parts = []
     if whole:
@@ -95,33 +102,64 @@ def _lines(spark: SparkSession, ranges: list[FileRange]) -> DataFrame:
                                   (F.col("utf8") | ~F.contains("line", F.lit("\ufffd"))).alias("utf8")))
     if big:
         parts.append(_streamed_lines(spark, big))
+    if unnumbered:
+        parts.append(_unnumbered_lines(spark, unnumbered))
     return functools.reduce(DataFrame.unionByName, parts)
+
+
+def _unnumbered_lines(spark: SparkSession, ranges: list[FileRange]) -> DataFrame:
+    """The lines of files that each range holds whole, at the size it was planned at: a file that Spark finds longer
+    (appended to after `unchanged_whole` looked) fails the read with GREW_WHILE_READ, and reading it again numbers
+    its lines to take the planned ones."""
+    sizes = F.create_map(*[part for r in ranges for part in (F.lit(_normal(r.path)), F.lit(r.size))])[F.col("path")]
+    text = _streamed(spark, [r.path for r in ranges])
+    changed = F.raise_error(F.concat(F.lit(f"{GREW_WHILE_READ}: "), F.col("path")))
+    return text.select("path", F.lit(None).cast("bigint").alias("line_no"),
+                       F.when(F.col("file_size") != sizes, changed).otherwise(F.col("line")).alias("line"),
+                       F.is_valid_utf8("line").alias("utf8"))
 
 
 def _complete(line: Column) -> Column:
     return F.json_object_keys(line).isNotNull()
 
 
-def _line_counts(spark: SparkSession, storage: Storage, found: dict[str, int]) -> list[tuple[str, int, bool]]:
-    """(path, lines ended by a newline, whether the text after the last newline is a whole JSON object) per file."""
+@dataclass(frozen=True)
+class _LineCount:
+    path: str  # as Spark read it
+    size: int  # bytes, as Spark listed the file
+    terminated: int  # lines ended by a newline
+    tail: bool | None  # the text after the last newline: a whole JSON object (True), not (False), none (None)
+
+
+def _line_counts(spark: SparkSession, storage: Storage, found: dict[str, int]) -> list[_LineCount]:
     whole, big = _by_size(found)
     counts = []
     if whole:
+        last = F.element_at("parts", -1)
         rows = _whole_files(spark, whole).select(
-            "path", (F.size("parts") - 1).alias("terminated"), _complete(F.element_at("parts", -1)).alias("tail")
+            "path", F.col("_metadata.file_size").alias("file_size"), (F.size("parts") - 1).alias("terminated"),
+            F.when(last != "", _complete(last)).alias("tail"),
         ).collect()  # one row per file
-        counts += [(row.path, row.terminated, row.tail) for row in rows]
+        counts += [_LineCount(row.path, row.file_size, row.terminated, row.tail) for row in rows]
     if big:
-        last = F.struct("block", "row")
         rows = _streamed(spark, big).groupBy("path").agg(
-            F.count("*").alias("lines"), F.max("file_size").alias("file_size"),
-            _complete(F.max_by("line", last)).alias("last_complete"),
-        ).collect()  # one row per file
-        for row in rows:
-            # Spark read up to the size it listed: the byte before it says whether that last line was finished
-            ended = storage.byte_at(_same_path(row.path, found), row.file_size - 1) == ord("\n")
-            counts.append((row.path, row.lines if ended else row.lines - 1, not ended and row.last_complete))
+            F.count("*").alias("lines"), F.max("file_size").alias("file_size")).collect()  # one row per file
+        # Spark read up to the size it listed: the byte before it says whether that last line was finished
+        unended = {row.path for row in rows
+                   if storage.byte_at(_same_path(row.path, found), row.file_size - 1) != ord("\n")}
+        tails = _last_lines_complete(spark, [_same_path(path, found) for path in unended]) if unended else {}
+        counts += [_LineCount(row.path, row.file_size, row.lines - 1, tails[row.path]) if row.path in unended
+                   else _LineCount(row.path, row.file_size, row.lines, None) for row in rows]
     return counts
+
+
+def _last_lines_complete(spark: SparkSession, paths: list[str]) -> dict[str, bool]:
+    """Per big file whose text does not end with a newline: whether its last line is a whole JSON object (a line
+    that kcat may still be writing). Read again, a file that has grown since has its later last line judged: a
+    line followed by another is complete, so taking the earlier one is still right."""
+    last = F.struct("block", "row")
+    rows = _streamed(spark, paths).groupBy("path").agg(_complete(F.max_by("line", last)).alias("complete")).collect()
+    return {row.path: bool(row.complete) for row in rows}
 
 
 def plan(spark: SparkSession, storage: Storage, patterns: tuple[str, ...], landed: dict) -> list[FileRange]:
@@ -138,12 +176,13 @@ def plan(spark: SparkSession, storage: Storage, patterns: tuple[str, ...], lande
     if not changed:
         return []
     ranges = []
-    for spark_path, terminated, tail_complete in _line_counts(spark, storage, changed):
-        path = _same_path(spark_path, found)
-        end = terminated + (1 if tail_complete else 0)
+    for count in _line_counts(spark, storage, changed):
+        path = _same_path(count.path, found)
+        end = count.terminated + (1 if count.tail else 0)
         start = landed.get(path, {}).get("lines", 0)
+        whole = start == 0 and count.tail is not False and count.size == found[path]
         if end > start:
-            ranges.append(FileRange(path, start, end, found[path]))
+            ranges.append(FileRange(path, start, end, found[path], whole))
     return sorted(ranges, key=lambda r: r.path)
 
 
@@ -154,16 +193,27 @@ def _same_path(path: str, found: dict[str, int]) -> str:
     return next(p for p in found if _normal(p) == _normal(path))
 
 
-def read(spark: SparkSession, ranges: list[FileRange]) -> DataFrame:
-    """The raw events of the planned lines: Kafka coordinates, key and payload texts, and where they came from."""
+def unchanged_whole(storage: Storage, ranges: list[FileRange]) -> list[FileRange]:
+    """The ranges of big files that hold their file whole, the file still the size it was planned at: their lines
+    need no numbers to be picked."""
+    return [r for r in ranges if r.whole and r.size > WHOLE_FILE_BYTES and storage.size(r.path) == r.size]
+
+
+def read(spark: SparkSession, ranges: list[FileRange], unnumbered: list[FileRange] | None = None) -> DataFrame:
+    """The raw events of the planned lines: Kafka coordinates, key and payload texts, and where they came from.
+    `unnumbered` (of `unchanged_whole`): ranges read whole without numbering their lines, one pass over the file
+    instead of two; their `__origin` is null (for a batch kept without what the quarantine reads)."""
+    unnumbered = unnumbered or []
+    numbered = [r for r in ranges if r not in unnumbered]
     # [start, end) per file as a literal map: a filter, no join and no Python worker
     bounds = F.create_map(*[
-        part for r in ranges for part in (F.lit(_normal(r.path)), F.struct(F.lit(r.start).alias("start"),
-                                                                           F.lit(r.end).alias("end")))
+        part for r in numbered for part in (F.lit(_normal(r.path)), F.struct(F.lit(r.start).alias("start"),
+                                                                             F.lit(r.end).alias("end")))
     ])[F.col("path")]
-    picked = _lines(spark, ranges).where(
-        (F.col("line_no") >= bounds["start"]) & (F.col("line_no") < bounds["end"]) & (F.trim("line") != "")
-    )
+    in_range = F.col("line_no").isNull()
+    if numbered:
+        in_range |= (F.col("line_no") >= bounds["start"]) & (F.col("line_no") < bounds["end"])
+    picked = _lines(spark, numbered, unnumbered).where(in_range & (F.trim("line") != ""))
     parsed = picked.withColumn("j", F.from_json("line", _KCAT_LINE))
     # read on, bytes that are not UTF-8 would become U+FFFD: data changed without a word. A line with a topic
     # parsed as an object (Spark keeps no partial result of a line that does not parse), so only the others

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
@@ -73,11 +74,21 @@ class GroupShape:
 
 
 @dataclass(frozen=True)
+class Messages:
+    """A batch's events (its lines that are events): as kept in memory for decoding (decode.without_texts), and
+    as they came, read again from the source only for what is quarantined."""
+
+    kept: DataFrame
+    as_came: DataFrame
+
+
+@dataclass(frozen=True)
 class TopicRows:
     """One topic's events of a batch, decoded for its table."""
 
     table: str
-    rows: DataFrame | None  # decoded: to the increment, or (`__reason` set) to the quarantine; None: nothing to land
+    rows: DataFrame | None  # decoded (from the batch in memory): those without a `__reason` to the increment
+    rows_as_came: DataFrame | None  # the same decoded from the messages as they came: those with one to the quarantine
     rejected: list[DataFrame]  # events that could not be decoded, to the table's quarantine, each with its reason
     tombstones_kept: bool  # its Kafka tombstones are in `rejected` (deletes that cannot be placed), not skipped
 
@@ -119,7 +130,13 @@ class Landing:
                 return LandReport()
             self.storage.write_json(self.intent_path, intent, overwrite=True)
             crashpoints.reached("intent")
-        report = self._land(intent)
+        try:
+            report = self._land(intent)
+        except Exception as exc:
+            if files.GREW_WHILE_READ not in str(exc):
+                raise
+            say(f"land: batch {intent['batch']}: a file grew while it was read; reading the lines planned by number")
+            report = self._land(intent, one_pass=False)
         state = self._advance(state, intent)
         self.state.write(number + 1, state)
         crashpoints.reached("offsets-recorded")
@@ -234,36 +251,48 @@ class Landing:
             kafka_offsets[topic_partition] = bounds["end"]
         return {"batch": intent["batch"], "files": landed_files, "kafka": kafka_offsets}
 
-    def _read(self, intent: dict) -> DataFrame:
+    def _read(self, intent: dict, *, origins: bool = True) -> DataFrame:
+        """The batch's raw events; without `origins`, those of a file read whole may have a null `__origin` (one
+        pass over a big file instead of two)."""
         if "requeue" in intent:
             quarantined = self.spark.read.schema(QUARANTINE_SCHEMA).parquet(*intent["requeue"]["folders"])
             return quarantined.select(
                 *decode.RAW_COLUMNS, F.lit(None).cast("string").alias("__line_reason"), F.col("payload").alias("__line")
             )
         if "files" in intent:
-            ranges = [files.FileRange(r["path"], r["start"], r["end"], r["size"]) for r in intent["files"]]
-            return files.read(self.spark, ranges)
+            ranges = [files.FileRange.from_json(r) for r in intent["files"]]
+            return files.read(self.spark, ranges, None if origins else files.unchanged_whole(self.storage, ranges))
         from lakecompact.landing import kafka
 
         return kafka.read(self.spark, self.config.source, intent["kafka"])
 
     # -- the batch itself ------------------------------------------------------------------------
-    def _land(self, intent: dict) -> LandReport:
+    def _land(self, intent: dict, *, one_pass: bool = True) -> LandReport:
+        """`one_pass`: the big files that the batch holds whole, unchanged since planned, are read without
+        numbering their lines (files.unchanged_whole)."""
+        # read and parsed once for the batch, and kept in memory without the texts only the quarantine reads:
+        # what is quarantined (most batches have nothing) is read from the source again, texts and all
+        read = decode.without_texts(decode.split_message(self._read(intent, origins=not one_pass))).persist()
+        try:
+            return self._land_read(intent, read)
+        finally:
+            read.unpersist()
+
+    def _land_read(self, intent: dict, read: DataFrame) -> LandReport:
         batch, hour = intent["batch"], intent["hour"]
         for table in self.catalog.tables():
             apply.retry_hooks(self.catalog, self.config, table)
-        # read and parsed once for the batch (lines that are no event keep their text, the others do not)
-        read = decode.split_message(self._read(intent)).persist()
-        messages = read.where(F.col("__line_reason").isNull())
+        as_came = decode.split_message(self._read(intent))
         groups, not_events = self._groups(read)
         report = LandReport(batch=batch, events_in=sum(g.events for g in groups))
         # only what may hold rows: most batches quarantine nothing, and then no quarantine is written at all
-        quarantine: list[tuple[str | None, DataFrame]] = [(None, self._line_quarantine(read))] if not_events else []
+        quarantine: list[tuple[str | None, DataFrame]] = [(None, self._line_quarantine(as_came))] if not_events else []
+        batch_messages = Messages(read.where(F.col("__line_reason").isNull()), as_came.where(F.col("__line_reason").isNull()))
         for topic, topic_groups in _by_topic(groups):
-            landed = self._land_topic(topic, topic_groups, messages, intent)
+            landed = self._land_topic(topic, topic_groups, batch_messages, intent)
             tombstones = sum(g.events - g.values for g in topic_groups)  # Kafka tombstones
             if landed is None and "requeue" in intent:  # what is not landed stays in quarantine
-                kept = _with_reason(messages.where(F.col("__kafka_topic") == topic), NOT_A_ROW_EVENT)
+                kept = _with_reason(batch_messages.as_came.where(F.col("__kafka_topic") == topic), NOT_A_ROW_EVENT)
                 quarantine.append((intent["requeue"]["table"], kept))
             elif landed is None:
                 report.skipped += tombstones + sum(g.values for g in topic_groups)
@@ -272,7 +301,7 @@ class Landing:
                 count, rejected = self._write_increment(landed.table, landed.rows, intent)
                 report.rows_out[landed.table] = report.rows_out.get(landed.table, 0) + count
                 if rejected:
-                    quarantine.append((landed.table, _decode_rejects(landed.rows)))
+                    quarantine.append((landed.table, _decode_rejects(landed.rows_as_came)))
                 quarantine += [(landed.table, frame) for frame in landed.rejected]
         report.quarantined = self._write_quarantine(quarantine, batch)
         # lines that are no event at all (quarantined as of no table) came in too: in = out + quarantined + skipped
@@ -281,14 +310,13 @@ class Landing:
             say(f"  {self.config.database}.{table}: {count} rows landed in batch {batch} (hour {hour})")
         for table, count in sorted(report.quarantined.items()):
             warn(f"{table}: {count} events quarantined in batch {batch}; see: lakecompact quarantine --table {table}")
-        read.unpersist()
         return report
 
     @staticmethod
     def _groups(read: DataFrame) -> tuple[list[Row], int]:
         """One row per (topic, value schema) of the batch's events, with samples to classify it (metadata, few
         rows); and the number of lines that are no event, counted in the same pass."""
-        payload = F.col("payload").isNotNull()
+        payload = F.col("__has_value")
         rows = (
             read.groupBy(F.col("__line_reason").isNotNull().alias("not_event"),
                          F.col("__kafka_topic").alias("topic"), "value_schema_hash")
@@ -298,36 +326,39 @@ class Landing:
                 F.first(F.when(payload, F.json_object_keys("key_json")), ignorenulls=True).alias("key_sample"),
                 F.first(F.when(payload, F.col("value_keys")), ignorenulls=True).alias("value_sample"),
                 F.count(F.lit(1)).alias("events"),
-                F.count("payload").alias("values"),
+                F.count(F.when(payload, 1)).alias("values"),
             )
             .collect()
         )
         return [row for row in rows if not row.not_event], sum(row.events for row in rows if row.not_event)
 
-    def _land_topic(self, topic: str, groups: list[Row], messages: DataFrame, intent: dict) -> TopicRows | None:
+    def _land_topic(self, topic: str, groups: list[Row], messages: Messages, intent: dict) -> TopicRows | None:
         """Decode one topic's events into its table; None when the topic holds no table rows."""
         table = table_for_topic(topic, self.config)
-        events = messages.where((F.col("__kafka_topic") == topic) & F.col("payload").isNotNull())
+        values = (F.col("__kafka_topic") == topic) & F.col("__has_value")
+        events, events_as_came = messages.kept.where(values), messages.as_came.where(values)
         shapes = self._shapes(topic, groups)
         if shapes and all(s.shape is not None and s.shape.kind == "skip" for s in shapes):
             return None
         schema = self.catalog.schema(table) or self._create_table(table, topic, shapes)
         if schema is None:  # each group's events with why its schema could not be had
-            rejected = [_with_reason(events.where(_same_schema(s.group)), s.error or NO_SCHEMA) for s in shapes]
-            return TopicRows(table, None, rejected or [_with_reason(events, NO_SCHEMA)], False)
-        decoded, rejected = [], []
+            rejected = [_with_reason(events_as_came.where(_same_schema(s.group)), s.error or NO_SCHEMA) for s in shapes]
+            return TopicRows(table, None, None, rejected or [_with_reason(events_as_came, NO_SCHEMA)], False)
+        decoded, decoded_as_came, rejected = [], [], []
         for shaped in shapes:
-            selected = events.where(_same_schema(shaped.group))
-            outcome = self._decode_group(schema, shaped, selected, intent["landed_at"])
+            outcome = self._decoder(schema, shaped, intent["landed_at"])
             if isinstance(outcome, str):
-                rejected.append(_with_reason(selected, outcome))
+                rejected.append(_with_reason(events_as_came.where(_same_schema(shaped.group)), outcome))
                 continue
-            schema, rows = outcome
-            decoded.append(rows)
-        unplaced = self._unplaced_deletes(topic, table, shapes, messages)
+            schema, decoder = outcome
+            decoded.append(decoder(events.where(_same_schema(shaped.group))))
+            decoded_as_came.append(decoder(events_as_came.where(_same_schema(shaped.group))))
+        unplaced = self._unplaced_deletes(topic, table, shapes, messages.as_came)
         if unplaced is not None:
             rejected.append(unplaced)
-        return TopicRows(table, _union(decoded) if decoded else None, rejected, unplaced is not None)
+        if not decoded:
+            return TopicRows(table, None, None, rejected, unplaced is not None)
+        return TopicRows(table, _union(decoded), _union(decoded_as_came), rejected, unplaced is not None)
 
     def _shapes(self, topic: str, groups: list[Row]) -> list[GroupShape]:
         """How each group's values are laid out; a group whose schema cannot be had carries the reason."""
@@ -358,17 +389,18 @@ class Landing:
             f"{len(schema.fields)} columns) from topic {topic}")
         return schema
 
-    def _decode_group(
-        self, schema: TableSchema, shaped: GroupShape, events: DataFrame, landed_at: str
-    ) -> tuple[TableSchema, DataFrame] | str:
-        """The group's rows (the table's schema evolved to take them), or why none of its events can land."""
+    def _decoder(
+        self, schema: TableSchema, shaped: GroupShape, landed_at: str
+    ) -> tuple[TableSchema, Callable[[DataFrame], DataFrame]] | str:
+        """How the group's events decode into rows (the table's schema evolved to take them), or why none of
+        them can land."""
         group, shape = shaped.group, shaped.shape
         if shape is None:
             return shaped.error or "unknown schema"
-        if group.value_schema_hash and group.value_schema_hash.startswith(decode.AVRO_PREFIX):
-            events = decode.from_avro_json(events, json.dumps(avro_reader_schema(self._writer_schema(group))))
         if shape.kind == "skip":
             return NOT_A_ROW_EVENT
+        avro = group.value_schema_hash and group.value_schema_hash.startswith(decode.AVRO_PREFIX)
+        writer_schema = json.dumps(avro_reader_schema(self._writer_schema(group))) if avro else None
         key_schema = json.loads(group.key_schema) if group.key_schema else None
         key = decode.key_columns(key_schema, []) if key_schema else None
         try:
@@ -376,7 +408,13 @@ class Landing:
         except SchemaError as exc:
             return str(exc)
         placeholder = self.config.table(schema.table).toast_placeholder
-        return schema, decode.decode_events(events, shape, schema, placeholder, landed_at)
+
+        def decoded(events: DataFrame) -> DataFrame:
+            if writer_schema is not None:
+                events = decode.from_avro_json(events, writer_schema)
+            return decode.decode_events(events, shape, schema, placeholder, landed_at)
+
+        return schema, decoded
 
     def _unplaced_deletes(self, topic: str, table: str, shapes: list[GroupShape], messages: DataFrame) -> DataFrame | None:
         """The Kafka tombstones of a flattened topic whose rows carry no delete marker, or None.
@@ -393,7 +431,7 @@ class Landing:
             self._delete_forms[table] = seen
         if self._delete_forms[table] != "tombstones":
             return None
-        tombstones = messages.where((F.col("__kafka_topic") == topic) & F.col("payload").isNull())
+        tombstones = messages.where((F.col("__kafka_topic") == topic) & ~F.col("__has_value"))
         return _with_reason(tombstones, UNPLACED_DELETE)
 
     @staticmethod

@@ -241,3 +241,38 @@ def test_a_streamed_last_line_still_being_written_waits_for_its_end(lake, monkey
     lake.write([items.event("c", {"id": 3, "name": "three"}, 103)])
     assert lake.land().rows_out == {ITEMS: 1}
     assert [r["id"] for r in lake.view(ITEMS, order="id")] == [1, 2, 3]
+
+
+def test_a_big_file_that_grows_after_its_batch_is_planned_lands_the_planned_lines(lake, monkeypatch):
+    """A big file planned whole is read in one pass without line numbers, as long as it is the size it was planned
+    at: grown before the rerun of its batch, its lines are numbered to land only the planned ones; grown while Spark
+    reads it, the read fails and is done again with numbers, rather than landing lines the batch did not plan."""
+    monkeypatch.setattr(files, "WHOLE_FILE_BYTES", 0)  # every file counts as big
+    items, _ = topics()
+    path = lake.write([items.event("c", {"id": i, "name": f"n{i}"}, 100 + i) for i in (1, 2, 3)], name="big.jsonl")
+    planned, looked = files.unchanged_whole, []
+
+    def racing(storage, ranges):
+        seen = planned(storage, ranges)  # the driver finds the file the size it was planned at...
+        if not looked:  # ...then kcat appends, before Spark lists it
+            lake.write([items.event("u", {"id": 1, "name": "later"}, 200)], name=path.name)
+        looked.append([r.path for r in seen])
+        return seen
+
+    monkeypatch.setattr(files, "unchanged_whole", racing)
+    report = lake.land()
+    assert len(looked) == 1 and looked[0][0].endswith("big.jsonl")  # the one-pass read that failed
+    assert report.batch == 1 and report.rows_out == {ITEMS: 3}  # read again by number: the planned lines
+    assert offsets(lake, ITEMS) == [0, 1, 2]
+
+    lake.write([items.event("c", {"id": 4, "name": "n4"}, 300)], name="second.jsonl")
+    crash_once(monkeypatch, land_module.Landing, "_land_read")
+    with pytest.raises(Crash):
+        lake.land()  # planned: the new lines of big.jsonl (not whole) and second.jsonl, whole
+    lake.write([items.event("c", {"id": 5, "name": "n5"}, 400)], name="second.jsonl")  # grown before the rerun
+    assert lake.land().rows_out == {ITEMS: 2}  # the rerun: line 4 of big.jsonl, line 1 of second.jsonl
+    assert looked[-1] == []  # second.jsonl is no longer the size it was planned at: numbered
+    assert lake.land().rows_out == {ITEMS: 1}  # then its line appended after the plan
+    assert offsets(lake, ITEMS) == [0, 1, 2, 3, 4, 5]  # kcat offsets, each once
+    assert [row["id"] for row in lake.view(ITEMS, order="id")] == [1, 2, 3, 4, 5]
+    assert lake.view(ITEMS, order="id")[0] == {"id": 1, "name": "later"}
