@@ -164,11 +164,12 @@ def test_a_compaction_without_truncates_looks_for_none(template):
         assert truncation_reads(no_truncate=False)[1] == 1  # the window over each key's history
 
 
-def test_the_net_feed_compares_images_as_values_only_where_that_is_exact():
-    """An update whose images are equal is left out of the net feed: compared as structs when every column's `=`
-    is exact, else as JSON texts (a map has no equality; 0.0 = -0.0 though the values differ)."""
+@pytest.mark.parametrize("template", ["change_net.sql.j2", "change_events.sql.j2"])
+def test_the_feeds_compare_images_as_values_only_where_that_is_exact(template):
+    """An update whose images are equal is left out of the feed: compared as structs when every column's `=` is
+    exact, else as JSON texts (a map has no equality; 0.0 = -0.0 though the values differ)."""
     def comparison(comparable: bool) -> exp.Expression:
-        rendered = sql.render("change_net.sql.j2", **{**contexts()["change_net.sql.j2"], "comparable": comparable})
+        rendered = sql.render(template, **{**contexts()[template], "comparable": comparable})
         return sqlglot.parse_one(rendered, read="spark").args["where"]
 
     as_values, as_texts = comparison(True), comparison(False)
