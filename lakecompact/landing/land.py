@@ -251,9 +251,9 @@ class Landing:
             kafka_offsets[topic_partition] = bounds["end"]
         return {"batch": intent["batch"], "files": landed_files, "kafka": kafka_offsets}
 
-    def _read(self, intent: dict, *, origins: bool = True) -> DataFrame:
-        """The batch's raw events; without `origins`, those of a file read whole may have a null `__origin` (one
-        pass over a big file instead of two)."""
+    def _read(self, intent: dict, *, one_pass: bool = False) -> DataFrame:
+        """The batch's raw events. `one_pass`: the big files that the batch holds whole, unchanged since planned,
+        are read without numbering their lines, so their `__origin` is null (files.unchanged_whole)."""
         if "requeue" in intent:
             quarantined = self.spark.read.schema(QUARANTINE_SCHEMA).parquet(*intent["requeue"]["folders"])
             return quarantined.select(
@@ -261,18 +261,17 @@ class Landing:
             )
         if "files" in intent:
             ranges = [files.FileRange.from_json(r) for r in intent["files"]]
-            return files.read(self.spark, ranges, None if origins else files.unchanged_whole(self.storage, ranges))
+            return files.read(self.spark, ranges, files.unchanged_whole(self.storage, ranges) if one_pass else None)
         from lakecompact.landing import kafka
 
         return kafka.read(self.spark, self.config.source, intent["kafka"])
 
     # -- the batch itself ------------------------------------------------------------------------
     def _land(self, intent: dict, *, one_pass: bool = True) -> LandReport:
-        """`one_pass`: the big files that the batch holds whole, unchanged since planned, are read without
-        numbering their lines (files.unchanged_whole)."""
+        """`one_pass`: as in `_read`, for the batch kept in memory (which needs no origins)."""
         # read and parsed once for the batch, and kept in memory without the texts only the quarantine reads:
         # what is quarantined (most batches have nothing) is read from the source again, texts and all
-        read = decode.without_texts(decode.split_message(self._read(intent, origins=not one_pass))).persist()
+        read = decode.without_texts(decode.split_message(self._read(intent, one_pass=one_pass))).persist()
         try:
             return self._land_read(intent, read)
         finally:
