@@ -13,6 +13,7 @@ import string
 import tomllib
 import types
 import typing
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,19 @@ class HookConfig:
     @property
     def id(self) -> str:
         return self.name or f"{self.kind}:{self.target}"
+
+    @property
+    def label(self) -> str:
+        """The hook as messages name it: its `name`, or kind and target, an HTTP target without its path and query
+        (a webhook URL often holds its secret there)."""
+        return self.name or (f"http:{url_without_path(self.target)}" if self.kind == "http" else self.id)
+
+
+def url_without_path(url: str) -> str:
+    """scheme://host[:port]/… : what a message may show of a URL (no user, password, path or query)."""
+    parts = urllib.parse.urlsplit(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname or ''}{port}/…"
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ from typing import Any, Literal, Protocol
 import requests
 
 from lakecompact import retry
-from lakecompact.config import HookConfig
+from lakecompact.config import HookConfig, url_without_path
 from lakecompact.errors import LakecompactError
 from lakecompact.report import warn
 from lakecompact.schema.evolution import Change, classify
@@ -135,7 +136,7 @@ def fire(
             fired[hook.id] = {"status": "failed", "at": now, "attempts": attempts, "error": error}
             results.append(HookResult(hook.id, "failed", error, attempts))
             warn(
-                f"hook {hook.id} failed for {change_key} (attempt {attempts}; retried on the next run): {error}"
+                f"hook {hook.label} failed for {change_key} (attempt {attempts}; retried on the next run): {error}"
             )
         _write(store, record_path, record)
     return results
@@ -147,7 +148,7 @@ def fire(
 def _run(hook: HookConfig, body: dict[str, Any], sleep: Callable[[float], None]) -> str | None:
     runners = {"python": _run_python, "command": _run_command, "http": _run_http}
     if hook.kind not in runners:
-        raise HookError(f"hook {hook.id}: expected a kind of {', '.join(runners)}, got {hook.kind!r}")
+        raise HookError(f"hook {hook.label}: expected a kind of {', '.join(runners)}, got {hook.kind!r}")
     runner = runners[hook.kind]
     try:
         return runner(hook, body, sleep)
@@ -169,7 +170,7 @@ def _run_python(hook: HookConfig, body: dict[str, Any], _sleep: Callable[[float]
         except BaseException as error:  # noqa: BLE001 - reported, not raised
             outcome["error"] = f"{type(error).__name__}: {error}"
 
-    thread = threading.Thread(target=call, name=f"hook {hook.id}", daemon=True)
+    thread = threading.Thread(target=call, name=f"hook {hook.label}", daemon=True)
     thread.start()
     thread.join(hook.timeout_seconds)
     if thread.is_alive():
@@ -225,14 +226,22 @@ def _run_http(hook: HookConfig, body: dict[str, Any], sleep: Callable[[float], N
         try:
             response = requests.post(hook.target, data=data, headers=headers, timeout=hook.timeout_seconds)
         except (requests.ConnectionError, requests.Timeout) as error:
-            last = f"{type(error).__name__}: {error}"
+            last = f"{type(error).__name__}: {_without_url(str(error), hook.target)}"
             continue
         if 200 <= response.status_code < 300:
             return None
-        last = f"POST {hook.target} answered HTTP {response.status_code}: {response.text.strip()[:200]}"
+        last = f"POST {url_without_path(hook.target)} answered HTTP {response.status_code}: {response.text.strip()[:200]}"
         if response.status_code not in retry.RETRY_STATUS:
             return last
     return f"{last} (after {hook.retries + 1} attempts)"
+
+
+def _without_url(text: str, url: str) -> str:
+    """`text` (an error of requests) without the URL's path and query, which it names and which may hold a secret."""
+    parts = urllib.parse.urlsplit(url)
+    path_and_query = parts.path + (f"?{parts.query}" if parts.query else "")
+    text = text.replace(url, url_without_path(url))
+    return text.replace(path_and_query, "/…") if len(path_and_query) > 1 else text
 
 
 # -- the fired-hooks record -----------------------------------------------------------------------

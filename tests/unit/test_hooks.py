@@ -244,10 +244,29 @@ def test_http_hook_failing_every_attempt_is_retried_on_the_next_fire(receiver, t
     hook = HookConfig("http", receiver.url, retries=2, backoff_seconds=0.05)
     failed = fire([hook], CHANGE, tmp_path, sleep=sleeps)[0]
     assert failed.status == "failed"
-    assert failed.error == f"POST {receiver.url} answered HTTP 502:  (after 3 attempts)"
+    assert failed.error == f"POST {receiver.url.removesuffix('schema-changes')}… answered HTTP 502:  (after 3 attempts)"
     assert "warning: hook http:" in capsys.readouterr().err
     assert fire([hook], CHANGE, tmp_path, sleep=sleeps)[0].status == "fired"
     assert len(receiver.received) == 4
+
+
+def test_an_http_hooks_path_and_query_are_never_printed_or_recorded(receiver, tmp_path, capsys):
+    """A webhook URL often holds its secret in its path or query (Slack, Teams): warnings and the recorded errors
+    show its scheme, host and port only."""
+    secret, token = "T0000/B0000/s3cr3tw3bh00k", "qu3ry-t0ken"
+    receiver.answers = [500]
+    url = receiver.url.replace("/schema-changes", f"/services/{secret}?token={token}")
+    failed = fire([HookConfig("http", url, retries=0)], CHANGE, tmp_path)[0]
+    assert failed.error == f"POST http://127.0.0.1:{receiver.server.server_address[1]}/… answered HTTP 500:  (after 1 attempts)"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/services/{secret}?token={token}"
+    unreachable = fire([HookConfig("http", closed, retries=0)], CHANGE, tmp_path / "other")[0]
+    assert unreachable.status == "failed" and unreachable.error.startswith("ConnectionError: ")
+    printed = capsys.readouterr().err
+    assert printed.count("warning: hook http:http://127.0.0.1:") == 2
+    recorded = [failed.error, unreachable.error, printed]
+    assert not [text for text in recorded if secret in text or token in text or "services" in text], recorded
 
 
 def test_http_hook_4xx_is_not_retried_within_a_fire(receiver, tmp_path):
