@@ -205,13 +205,13 @@ def read(spark: SparkSession, ranges: list[FileRange], unnumbered: list[FileRang
     instead of two; their `__origin` is null (for a batch kept without what the quarantine reads)."""
     unnumbered = unnumbered or []
     numbered = [r for r in ranges if r not in unnumbered]
-    # [start, end) per file as a literal map: a filter, no join and no Python worker
-    bounds = F.create_map(*[
-        part for r in numbered for part in (F.lit(_normal(r.path)), F.struct(F.lit(r.start).alias("start"),
-                                                                             F.lit(r.end).alias("end")))
-    ])[F.col("path")]
-    in_range = F.col("line_no").isNull()
+    in_range = F.col("line_no").isNull()  # a line of an unnumbered range
     if numbered:
+        # [start, end) per file as a literal map: a filter, no join and no Python worker
+        bounds = F.create_map(*[
+            part for r in numbered for part in (F.lit(_normal(r.path)), F.struct(F.lit(r.start).alias("start"),
+                                                                                 F.lit(r.end).alias("end")))
+        ])[F.col("path")]
         in_range |= (F.col("line_no") >= bounds["start"]) & (F.col("line_no") < bounds["end"])
     picked = _lines(spark, numbered, unnumbered).where(in_range & (F.trim("line") != ""))
     parsed = picked.withColumn("j", F.from_json("line", _KCAT_LINE))

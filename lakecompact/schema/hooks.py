@@ -151,9 +151,11 @@ def _run(hook: HookConfig, body: dict[str, Any], sleep: Callable[[float], None])
         raise HookError(f"hook {hook.label}: expected a kind of {', '.join(runners)}, got {hook.kind!r}")
     runner = runners[hook.kind]
     try:
-        return runner(hook, body, sleep)
-    except Exception as error:  # noqa: BLE001 - a hook must never break the job that fires it
-        return f"{type(error).__name__}: {error}"
+        error = runner(hook, body, sleep)
+    except Exception as exc:  # noqa: BLE001 - a hook must never break the job that fires it
+        error = f"{type(exc).__name__}: {exc}"
+    # every error text of an HTTP hook, whoever wrote it, without the URL's path and query (often a webhook's secret)
+    return _without_url(error, hook.target) if error is not None and hook.kind == "http" else error
 
 
 def _run_python(hook: HookConfig, body: dict[str, Any], _sleep: Callable[[float], None]) -> str | None:
@@ -226,18 +228,18 @@ def _run_http(hook: HookConfig, body: dict[str, Any], sleep: Callable[[float], N
         try:
             response = requests.post(hook.target, data=data, headers=headers, timeout=hook.timeout_seconds)
         except (requests.ConnectionError, requests.Timeout) as error:
-            last = f"{type(error).__name__}: {_without_url(str(error), hook.target)}"
+            last = f"{type(error).__name__}: {error}"
             continue
         if 200 <= response.status_code < 300:
             return None
-        last = f"POST {url_without_path(hook.target)} answered HTTP {response.status_code}: {response.text.strip()[:200]}"
+        last = f"POST {hook.target} answered HTTP {response.status_code}: {response.text.strip()[:200]}"
         if response.status_code not in retry.RETRY_STATUS:
             return last
     return f"{last} (after {hook.retries + 1} attempts)"
 
 
 def _without_url(text: str, url: str) -> str:
-    """`text` (an error of requests) without the URL's path and query, which it names and which may hold a secret."""
+    """`text` (an error naming the URL, or its path and query as requests does) without the path and query."""
     parts = urllib.parse.urlsplit(url)
     path_and_query = parts.path + (f"?{parts.query}" if parts.query else "")
     text = text.replace(url, url_without_path(url))
