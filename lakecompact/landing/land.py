@@ -8,6 +8,7 @@ reruns the same batch from the same intent, which rewrites the same folders: not
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import typing
@@ -76,10 +77,10 @@ class GroupShape:
 @dataclass(frozen=True)
 class Messages:
     """A batch's events (its lines that are events): as kept in memory for decoding (decode.without_texts), and
-    as they came, read again from the source only for what is quarantined."""
+    as they came, read again from the source (planned, even, only) for what is quarantined."""
 
     kept: DataFrame
-    as_came: DataFrame
+    as_came: Callable[[], DataFrame]
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,8 @@ class TopicRows:
 
     table: str
     rows: DataFrame | None  # decoded (from the batch in memory): those without a `__reason` to the increment
-    rows_as_came: DataFrame | None  # the same decoded from the messages as they came: those with one to the quarantine
+    # the same decoded from the messages as they came, planned only when needed: those with one to the quarantine
+    rows_as_came: Callable[[], DataFrame] | None
     rejected: list[DataFrame]  # events that could not be decoded, to the table's quarantine, each with its reason
     tombstones_kept: bool  # its Kafka tombstones are in `rejected` (deletes that cannot be placed), not skipped
 
@@ -281,17 +283,22 @@ class Landing:
         batch, hour = intent["batch"], intent["hour"]
         for table in self.catalog.tables():
             apply.retry_hooks(self.catalog, self.config, table)
-        as_came = decode.split_message(self._read(intent))
+
+        @functools.cache
+        def as_came() -> DataFrame:  # the batch as it came, planned (its files listed) only for what is quarantined
+            return decode.split_message(self._read(intent))
+
         groups, not_events = self._groups(read)
         report = LandReport(batch=batch, events_in=sum(g.events for g in groups))
         # only what may hold rows: most batches quarantine nothing, and then no quarantine is written at all
-        quarantine: list[tuple[str | None, DataFrame]] = [(None, self._line_quarantine(as_came))] if not_events else []
-        batch_messages = Messages(read.where(F.col("__line_reason").isNull()), as_came.where(F.col("__line_reason").isNull()))
+        quarantine: list[tuple[str | None, DataFrame]] = [(None, self._line_quarantine(as_came()))] if not_events else []
+        is_event = F.col("__line_reason").isNull()
+        batch_messages = Messages(read.where(is_event), lambda: as_came().where(is_event))
         for topic, topic_groups in _by_topic(groups):
             landed = self._land_topic(topic, topic_groups, batch_messages, intent)
             tombstones = sum(g.events - g.values for g in topic_groups)  # Kafka tombstones
             if landed is None and "requeue" in intent:  # what is not landed stays in quarantine
-                kept = _with_reason(batch_messages.as_came.where(F.col("__kafka_topic") == topic), NOT_A_ROW_EVENT)
+                kept = _with_reason(batch_messages.as_came().where(F.col("__kafka_topic") == topic), NOT_A_ROW_EVENT)
                 quarantine.append((intent["requeue"]["table"], kept))
             elif landed is None:
                 report.skipped += tombstones + sum(g.values for g in topic_groups)
@@ -300,7 +307,7 @@ class Landing:
                 count, rejected = self._write_increment(landed.table, landed.rows, intent)
                 report.rows_out[landed.table] = report.rows_out.get(landed.table, 0) + count
                 if rejected:
-                    quarantine.append((landed.table, _decode_rejects(landed.rows_as_came)))
+                    quarantine.append((landed.table, _decode_rejects(landed.rows_as_came())))
                 quarantine += [(landed.table, frame) for frame in landed.rejected]
         report.quarantined = self._write_quarantine(quarantine, batch)
         # lines that are no event at all (quarantined as of no table) came in too: in = out + quarantined + skipped
@@ -335,29 +342,37 @@ class Landing:
         """Decode one topic's events into its table; None when the topic holds no table rows."""
         table = table_for_topic(topic, self.config)
         values = (F.col("__kafka_topic") == topic) & F.col("__has_value")
-        events, events_as_came = messages.kept.where(values), messages.as_came.where(values)
+        events = messages.kept.where(values)
+
+        def events_as_came() -> DataFrame:
+            return messages.as_came().where(values)
+
         shapes = self._shapes(topic, groups)
         if shapes and all(s.shape is not None and s.shape.kind == "skip" for s in shapes):
             return None
         schema = self.catalog.schema(table) or self._create_table(table, topic, shapes)
         if schema is None:  # each group's events with why its schema could not be had
-            rejected = [_with_reason(events_as_came.where(_same_schema(s.group)), s.error or NO_SCHEMA) for s in shapes]
-            return TopicRows(table, None, None, rejected or [_with_reason(events_as_came, NO_SCHEMA)], False)
-        decoded, decoded_as_came, rejected = [], [], []
+            rejected = [_with_reason(events_as_came().where(_same_schema(s.group)), s.error or NO_SCHEMA) for s in shapes]
+            return TopicRows(table, None, None, rejected or [_with_reason(events_as_came(), NO_SCHEMA)], False)
+        decoded, decoders, rejected = [], [], []
         for shaped in shapes:
             outcome = self._decoder(schema, shaped, intent["landed_at"])
             if isinstance(outcome, str):
-                rejected.append(_with_reason(events_as_came.where(_same_schema(shaped.group)), outcome))
+                rejected.append(_with_reason(events_as_came().where(_same_schema(shaped.group)), outcome))
                 continue
             schema, decoder = outcome
             decoded.append(decoder(events.where(_same_schema(shaped.group))))
-            decoded_as_came.append(decoder(events_as_came.where(_same_schema(shaped.group))))
+            decoders.append((decoder, _same_schema(shaped.group)))
         unplaced = self._unplaced_deletes(topic, table, shapes, messages.as_came)
         if unplaced is not None:
             rejected.append(unplaced)
         if not decoded:
             return TopicRows(table, None, None, rejected, unplaced is not None)
-        return TopicRows(table, _union(decoded), _union(decoded_as_came), rejected, unplaced is not None)
+
+        def decoded_as_came() -> DataFrame:
+            return _union([decoder(events_as_came().where(group)) for decoder, group in decoders])
+
+        return TopicRows(table, _union(decoded), decoded_as_came, rejected, unplaced is not None)
 
     def _shapes(self, topic: str, groups: list[Row]) -> list[GroupShape]:
         """How each group's values are laid out; a group whose schema cannot be had carries the reason."""
@@ -415,7 +430,9 @@ class Landing:
 
         return schema, decoded
 
-    def _unplaced_deletes(self, topic: str, table: str, shapes: list[GroupShape], messages: DataFrame) -> DataFrame | None:
+    def _unplaced_deletes(
+        self, topic: str, table: str, shapes: list[GroupShape], messages: Callable[[], DataFrame]
+    ) -> DataFrame | None:
         """The Kafka tombstones of a flattened topic whose rows carry no delete marker, or None.
 
         ExtractNewRecordState's default sends a delete as the tombstone alone: skipping it (DESIGN) would lose the
@@ -430,7 +447,7 @@ class Landing:
             self._delete_forms[table] = seen
         if self._delete_forms[table] != "tombstones":
             return None
-        tombstones = messages.where((F.col("__kafka_topic") == topic) & ~F.col("__has_value"))
+        tombstones = messages().where((F.col("__kafka_topic") == topic) & ~F.col("__has_value"))
         return _with_reason(tombstones, UNPLACED_DELETE)
 
     @staticmethod
