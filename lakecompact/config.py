@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
 import re
 import string
 import tomllib
@@ -47,7 +48,8 @@ class HookConfig:
 
     `retries` and `backoff_seconds` apply to HTTP hooks within one firing; every kind is tried again
     on the next run after a failure. Header values may name environment variables (`${TOKEN}`).
-    `name` identifies the hook in the state file (default `<kind>:<target>`).
+    `name` identifies the hook in the state file (default `<kind>:<target>`; an HTTP target as `label` shows it
+    and a digest of the whole URL, `http:<scheme://host:port>/…#<digest>`).
     """
 
     kind: HookKind
@@ -63,7 +65,15 @@ class HookConfig:
 
     @property
     def id(self) -> str:
+        if self.former_id:
+            # a webhook URL's path or query often holds its secret: the state file keeps a digest of it, not the URL
+            return f"{self.label}#{hashlib.sha256(self.target.encode()).hexdigest()[:16]}"
         return self.name or f"{self.kind}:{self.target}"
+
+    @property
+    def former_id(self) -> str | None:
+        """The id an unnamed HTTP hook had in state files before the digest (the whole URL); None for other hooks."""
+        return f"http:{self.target}" if self.kind == "http" and not self.name else None
 
     @property
     def label(self) -> str:

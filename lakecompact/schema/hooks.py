@@ -119,6 +119,8 @@ def fire(
     store, record_path = _store(state, path)
     change_key = f"{change.get('database') or ''}.{change['table']}@{change['schema_hash']}"
     record = _read(store, record_path)
+    if _forget_urls(record, hooks):
+        _write(store, record_path, record)
     fired = record.setdefault("changes", {}).setdefault(change_key, {})
     results = []
     for hook in hooks:
@@ -296,6 +298,21 @@ def _read(store: HookStore, path: str) -> dict[str, Any]:
     except Exception as error:  # noqa: BLE001 - an unreadable record must not stop the job; hooks may fire again
         warn(f"hook state {path} could not be read ({type(error).__name__}: {error}); treating it as empty")
         return {"version": 1, "changes": {}}
+
+
+def _forget_urls(record: dict[str, Any], hooks: Sequence[HookConfig]) -> bool:
+    """Re-key what a record written before the digest keeps under an unnamed HTTP hook's whole URL (so the hook does
+    not fire again, and the URL leaves the file); whether anything moved."""
+    moved = False
+    for fired in record.get("changes", {}).values():
+        for hook in hooks:
+            if hook.former_id in fired:
+                outcome = fired.pop(hook.former_id)
+                if "error" in outcome:  # recorded before errors were cut too
+                    outcome["error"] = _without_url(str(outcome["error"]), hook.target)
+                fired.setdefault(hook.id, outcome)
+                moved = True
+    return moved
 
 
 def _write(store: HookStore, path: str, record: dict[str, Any]) -> None:

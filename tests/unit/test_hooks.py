@@ -265,8 +265,35 @@ def test_an_http_hooks_path_and_query_are_never_printed_or_recorded(receiver, tm
     assert unreachable.status == "failed" and unreachable.error.startswith("ConnectionError: ")
     printed = capsys.readouterr().err
     assert printed.count("warning: hook http:http://127.0.0.1:") == 2
-    recorded = [failed.error, unreachable.error, printed]
+    states = [(tmp_path / STATE_FILE).read_text(), (tmp_path / "other" / STATE_FILE).read_text()]
+    assert all('"status": "failed"' in state for state in states)
+    recorded = [failed.hook, failed.error, unreachable.hook, unreachable.error, printed, *states]
     assert not [text for text in recorded if secret in text or token in text or "services" in text], recorded
+    # two unnamed hooks on one host stay two hooks
+    assert failed.hook != HookConfig("http", receiver.url).id and failed.hook.startswith("http:http://127.0.0.1:")
+
+
+def test_a_state_file_that_keys_an_http_hook_by_its_url_is_rekeyed_without_firing_again(receiver, tmp_path):
+    """Records written before hooks were keyed by a digest keep an unnamed HTTP hook under `http:<whole URL>`: that
+    hook is not fired again for the changes it fired for, and the URL (with an error naming it) leaves the file."""
+    url = receiver.url + "/s3cr3t?token=qu3ry"
+    key = f"{CHANGE['database']}.{CHANGE['table']}@{CHANGE['schema_hash']}"
+    other = {**CHANGE, "schema_hash": "0123456789abcdef"}
+    other_key = f"{CHANGE['database']}.{CHANGE['table']}@{other['schema_hash']}"
+    (tmp_path / STATE_FILE).write_text(json.dumps({"version": 1, "changes": {
+        key: {f"http:{url}": {"status": "fired", "at": "2026-01-01T00:00:00+00:00", "attempts": 1}},
+        other_key: {f"http:{url}": {"status": "failed", "attempts": 2, "error": f"ConnectionError: {url} refused"}},
+    }}))
+    hook = HookConfig("http", url, retries=0)
+    assert fire([hook], CHANGE, tmp_path) == [HookResult(hook.id, "already_fired", attempts=1)]
+    assert receiver.received == []
+    state = (tmp_path / STATE_FILE).read_text()
+    assert "s3cr3t" not in state and "qu3ry" not in state, state
+    assert json.loads(state)["changes"][other_key][hook.id]["error"].startswith("ConnectionError: http://127.0.0.1:")
+    assert fire([hook], other, tmp_path) == [HookResult(hook.id, "fired", attempts=3)]
+    assert len(receiver.received) == 1
+    assert json.loads((tmp_path / STATE_FILE).read_text())["changes"][key] == {
+        hook.id: {"status": "fired", "at": "2026-01-01T00:00:00+00:00", "attempts": 1}}
 
 
 def test_http_hook_4xx_is_not_retried_within_a_fire(receiver, tmp_path):
