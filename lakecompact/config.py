@@ -65,15 +65,10 @@ class HookConfig:
 
     @property
     def id(self) -> str:
-        if self.former_id:
+        if self.kind == "http" and not self.name:
             # a webhook URL's path or query often holds its secret: the state file keeps a digest of it, not the URL
             return f"{self.label}#{hashlib.sha256(self.target.encode()).hexdigest()[:16]}"
         return self.name or f"{self.kind}:{self.target}"
-
-    @property
-    def former_id(self) -> str | None:
-        """The id an unnamed HTTP hook had in state files before the digest (the whole URL); None for other hooks."""
-        return f"http:{self.target}" if self.kind == "http" and not self.name else None
 
     @property
     def label(self) -> str:

@@ -304,10 +304,11 @@ def _forget_urls(record: dict[str, Any], hooks: Sequence[HookConfig]) -> bool:
     """Re-key what a record written before the digest keeps under an unnamed HTTP hook's whole URL (so the hook does
     not fire again, and the URL leaves the file); whether anything moved."""
     moved = False
+    former = {f"http:{hook.target}": hook for hook in hooks if hook.kind == "http" and not hook.name}
     for fired in record.get("changes", {}).values():
-        for hook in hooks:
-            if hook.former_id in fired:
-                outcome = fired.pop(hook.former_id)
+        for former_id, hook in former.items():
+            if former_id in fired:
+                outcome = fired.pop(former_id)
                 if "error" in outcome:  # recorded before errors were cut too
                     outcome["error"] = _without_url(str(outcome["error"]), hook.target)
                 fired.setdefault(hook.id, outcome)
