@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lakecompact import config as config_module
-from lakecompact.errors import LakecompactError
+from lakecompact.errors import LakecompactError, as_missing_file
 from lakecompact.report import seconds_since, warn
 from lakecompact.views import DIALECTS
 
@@ -368,11 +368,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         try:
             handler(args, context)
-        except Exception as exc:  # Spark's exceptions: only an outage becomes one line
-            outage = context.outage(exc)
-            if outage is None:
+        except Exception as exc:  # Spark's exceptions: only an outage or a missing file becomes one line
+            known = context.outage(exc) or as_missing_file(exc, args.command)
+            if known is None:
                 raise
-            raise outage from exc
+            raise known from exc
     except LakecompactError as exc:
         if args.debug:
             raise

@@ -78,6 +78,31 @@ class UnknownTable(LakecompactError):
         super().__init__(f"unknown table {table!r}{hint}")
 
 
+class MissingFile(LakecompactError):
+    """A file or folder that Spark was to read is gone: deleted outside lakecompact, or while it ran."""
+
+    exit_code = 7
+
+
+class MissingIncrement(MissingFile):
+    """A landed batch that the metastore registers, its folder gone (deleted outside lakecompact)."""
+
+
+# Spark's error conditions for a path that is not there (when a read is planned, and when a task opens a file), as its
+# messages name them: a task's error reaches Python as a Py4JJavaError, which has no condition of its own
+_MISSING_FILE_CONDITIONS = ("[PATH_NOT_FOUND]", "[FAILED_READ_FILE.FILE_NOT_EXIST]")
+
+
+def as_missing_file(error: BaseException, command: str) -> MissingFile | None:
+    """The one-line error for a Spark error that says a file or folder is gone (None: another error)."""
+    for line in str(error).splitlines():
+        found = [line.index(condition) for condition in _MISSING_FILE_CONDITIONS if condition in line]
+        if found:
+            return MissingFile(f"{command}: a file or folder it was to read is gone (deleted outside lakecompact, or "
+                               f"while it ran): {line[min(found):].strip()}")
+    return None
+
+
 class RollbackError(LakecompactError):
     """A rollback that cannot be done (no earlier version kept)."""
 

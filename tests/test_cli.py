@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from lakecompact.cli import COMMANDS, _parser, main
+from lakecompact.errors import MissingFile, as_missing_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,3 +90,25 @@ def test_landing_one_table_from_files_is_refused_in_one_line_before_a_jvm_starts
     [line] = result.stderr.strip().splitlines()
     assert line.startswith("lakecompact: error: land --table: the files source lands each file's new lines together")
     assert 'expected source.kind = "kafka"' in line
+
+
+def test_sparks_errors_for_a_file_that_is_gone_are_one_line(spark, tmp_path):
+    """Spark's error for a folder gone when a read is planned, and for a file gone when a task opens it (a
+    Py4JJavaError, no condition of its own) become one line, exit 7 (cli.main maps Spark's exceptions so)."""
+    from pyspark.errors import AnalysisException
+
+    with pytest.raises(AnalysisException) as planned:
+        spark.read.parquet(str(tmp_path / "gone"))
+    spark.range(3).coalesce(1).write.parquet(str(tmp_path / "written"))
+    frame = spark.read.parquet(str(tmp_path / "written"))
+    [part] = (tmp_path / "written").glob("*.parquet")
+    part.unlink()
+    with pytest.raises(Exception) as opened:
+        frame.collect()
+    said = [as_missing_file(planned.value, "compact"), as_missing_file(opened.value, "compact")]
+    assert all(isinstance(error, MissingFile) and error.exit_code == 7 and "\n" not in str(error) for error in said)
+    assert str(said[0]).startswith("compact: a file or folder it was to read is gone (deleted outside lakecompact, "
+                                   "or while it ran): [PATH_NOT_FOUND] Path does not exist: ")
+    assert str(tmp_path / "gone") in str(said[0])
+    assert "[FAILED_READ_FILE.FILE_NOT_EXIST]" in str(said[1]) and part.name in str(said[1])
+    assert as_missing_file(ValueError("[PATH_NOT_FOUND"), "compact") is None

@@ -25,7 +25,7 @@ from lakecompact.catalog import VERSION_PROPERTY, Catalog, TablePaths
 from lakecompact.compaction import changes
 from lakecompact.compaction.manifest import MARKER_BUCKET, Manifest, Manifests
 from lakecompact.config import Config
-from lakecompact.errors import LockHeld, RollbackError
+from lakecompact.errors import LockHeld, MissingIncrement, RollbackError
 from lakecompact.identifiers import column_list
 from lakecompact.naming import base_table, changes_table, increments_table
 from lakecompact.report import say, seconds_since, warn
@@ -195,10 +195,26 @@ class Compactor:
         refer to the increments in up to twelve places, and each reference to `<t>_increments` would list its
         partitions in the metastore again (five calls each); one file index serves them all."""
         data_columns = self.schema.columns + list(META_COLUMNS)
-        files = self.spark.read.schema(StructType.fromDDL(column_list(data_columns))).parquet(
-            *[self.paths.increment(hour, batch) for hour, batch in pending])
+        folders = [self.paths.increment(hour, batch) for hour, batch in pending]
+        self._require_folders(pending, folders)
+        files = self.spark.read.schema(StructType.fromDDL(column_list(data_columns))).parquet(*folders)
         file_path = files.metadataColumn("_metadata").getField("file_path")  # even if a column is named _metadata
         return files.withColumn("__batch", TablePaths.batch_of_increment_file(file_path))
+
+    def _require_folders(self, pending: list[tuple[str, int]], folders: list[str]) -> None:
+        """Each registered increment's folder is there (one deleted outside lakecompact would fail Spark's read with
+        its path alone); else what to do about it."""
+        missing = [(hour, batch, folder) for (hour, batch), folder in zip(pending, folders) if not self.storage.exists(folder)]
+        if not missing:
+            return
+        hour, batch, folder = missing[0]
+        others = f" ({len(missing) - 1} more batch(es) of the table likewise)" if len(missing) > 1 else ""
+        increments = f"{self.config.database}.{self.increments_table}"
+        raise MissingIncrement(
+            f"compact {self.table}: batch {batch} (hour {hour}) is registered in {increments} but its folder is gone: "
+            f"{folder}{others}; restore the folder, or forget the batch (its events are lost): "
+            f"lakecompact sql \"ALTER TABLE {increments} DROP PARTITION (__hour='{hour}', __batch={batch})\""
+        )
 
     def _read_partitions(self, manifest: Manifest, partitions) -> DataFrame:
         locations = [self.paths.base_bucket(manifest.buckets[p], p) for p in partitions if p in manifest.buckets]

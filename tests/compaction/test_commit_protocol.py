@@ -4,6 +4,7 @@ throughout, one compactor per table, rollback, and collection of old versions (D
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from lakecompact.catalog import Catalog
 from lakecompact.compaction.compact import VERSION_PROPERTY, Compactor
 from lakecompact.compaction.manifest import Manifests
-from lakecompact.errors import LockHeld, RollbackError
+from lakecompact.errors import LockHeld, MissingIncrement, RollbackError
 from lakecompact.storage import exclusive_lock
 from lakecompact.views.history import history
 from lakecompact.views.status import status
@@ -178,6 +179,34 @@ def test_a_second_compactor_exits_with_a_clear_message(lake):
     [report] = lake.compact(T)
     assert report.version == 1
     assert lake.view(T) == as_rows(V1)
+
+
+def test_a_landed_batch_whose_folder_is_gone_stops_compaction_naming_it_and_how_to_forget_it(lake):
+    """An increment folder deleted outside lakecompact: compaction changes nothing and names the batch, its folder and
+    the statement that forgets it; run in Spark SQL (as `lakecompact sql` runs it), the next compaction folds the
+    other pending batch."""
+    pg = land_two_batches_compact_first(lake)
+    lake.write([pg.event("u", {"id": 2, "name": "n2 v3"}, 302)])
+    lake.land()
+    assert pending(lake) == [2, 3]
+    catalog = Catalog(lake.spark, lake.config)
+    [hour] = [p["__hour"] for p in catalog.partitions(f"{T}_increments") if int(p["__batch"]) == 2]
+    shutil.rmtree(table_dir(lake) / "increments" / f"hour={hour}" / "batch=2")
+    with pytest.raises(MissingIncrement) as caught:
+        lake.compact(T)
+    increments = f"{lake.database}.{T}_increments"
+    statement = f"ALTER TABLE {increments} DROP PARTITION (__hour='{hour}', __batch=2)"
+    assert str(caught.value) == (
+        f"compact {T}: batch 2 (hour {hour}) is registered in {increments} but its folder is gone: "
+        f"{catalog.paths(T).increment(hour, 2)}; restore the folder, or forget the batch (its events are lost): "
+        f'lakecompact sql "{statement}"'
+    )
+    assert caught.value.exit_code == 7
+    assert base_version(lake) == 1 and pending(lake) == [2, 3]
+    lake.spark.sql(statement)
+    [report] = lake.compact(T)
+    assert (report.version, report.events_in) == (2, 1) and pending(lake) == []
+    assert lake.view(T) == as_rows({**V1, 2: "n2 v3"})
 
 
 def test_rollback_goes_back_one_version_and_the_next_compaction_redoes_it(lake):
