@@ -35,6 +35,8 @@ JARS = BENCH / "jars"
 RESULTS = HERE / "results"
 SCENARIOS = ("merge", "change-size", "base-scaling", "landing", "view-read", "small-command")
 PEERS = ("delta", "delta-dv", "iceberg-cow", "iceberg-mor", "hudi-cow", "hudi-mor")
+# view-read: the peers whose reads meet pending changes (delete files, deletion vectors) as lakecompact's view does
+VIEW_READ_PEERS = ("iceberg-mor", "delta-dv")
 ALL_ENGINES = ("lakecompact", "lakecompact-cli", "raw-spark", *PEERS, "duckdb", "delta-rs")
 DEFAULT_MERGE_ENGINES = ("lakecompact", "lakecompact-cli", "raw-spark", "delta", "iceberg-cow", "iceberg-mor",
                          "hudi-cow", "duckdb", "delta-rs")
@@ -905,13 +907,23 @@ def scenario_view_read(args) -> None:
         {"op": "read", "step": "read view (compacted base)", "repeat": args.repeat},
         {"op": "check", "name": "after change"},
     ]
-    run.engine("lakecompact", "lakecompact", ops)
-    run.engine("duckdb", "duckdb", [{"op": "load", "paths": [snap["glob"]], "step": "load snapshot"}] + [
-        {"op": "merge", "paths": [ch["glob"]], "step": f"apply batch {i + 1}"} for i, ch in enumerate(changes)
-    ] + [{"op": "check", "name": "after change"}])
+    engines = _engines(args, ("lakecompact", "duckdb", *VIEW_READ_PEERS))
+    if "lakecompact" in engines:
+        run.engine("lakecompact", "lakecompact", ops)
+    hour = [{"op": "merge", "paths": [ch["glob"]], "step": f"apply batch {i + 1}"} for i, ch in enumerate(changes)]
+    load = {"op": "load", "paths": [snap["glob"]], "step": "load snapshot"}
+    for peer in [e for e in engines if e in PEERS]:
+        # a merge-on-read peer reads its deletes beside its data until it is compacted: the same hour of changes,
+        # then the same read before and after them
+        run.engine(peer, peer, [load, {"op": "read", "step": "warm-up read (not compared)", "repeat": 2},
+                                {"op": "read", "step": "read before the change", "repeat": args.repeat}, *hour,
+                                {"op": "read", "step": "read after the change", "repeat": args.repeat},
+                                {"op": "check", "name": "after change"}])
+    run.engine("duckdb", "duckdb", [load, *hour, {"op": "check", "name": "after change"}])
 
-    def best(prefix):
-        values = [s["seconds"] for s in run.runs["lakecompact"]["steps"] if s["step"].startswith(prefix)]
+    def best(prefix, run_name="lakecompact"):
+        steps = run.runs.get(run_name, {}).get("steps", [])
+        values = [s["seconds"] for s in steps if s["step"].startswith(prefix)]
         return (round(min(values), 3), round(sorted(values)[len(values) // 2], 3)) if values else (None, None)
 
     _, base_med = best("read view (compacted base)")
@@ -927,6 +939,15 @@ def scenario_view_read(args) -> None:
                         "ratio": ratio_of(median, base_med),
                         "note": f"median of {args.repeat}, best {fmt(low)} s; {note}".rstrip("; "), "run": "lakecompact",
                         "steps": [prefix]})
+    for peer in [e for e in engines if e in PEERS]:
+        _, before = best("read before the change", peer)
+        for label, prefix in [("before the change", "read before the change"),
+                              (f"after the same {batches} MERGEs", "read after the change")]:
+            low, median = best(prefix, peer)
+            own = f"; {ratio_of(median, before)}× its read before the change" if label.startswith("after") else ""
+            summary.append({"step": "SELECT count(*), sum(score)", "engine": f"{peer}: {label}", "seconds": median,
+                            "ratio": ratio_of(median, base_med),
+                            "note": f"median of {args.repeat}, best {fmt(low)} s{own}", "run": peer, "steps": [prefix]})
     land_steps = [f"land batch {i + 1}" for i in range(batches)]
     summary.append({"step": "landing the hour", "engine": f"lakecompact: {batches} land runs", "seconds":
                     run.seconds("lakecompact", *land_steps), "ratio": None, "note": "sum", "run": "lakecompact",
@@ -1001,7 +1022,7 @@ def main() -> None:
     parser.add_argument("scenario", nargs="?", default="merge", choices=SCENARIOS)
     parser.add_argument("--rows", type=int, help="snapshot rows N (default: per scenario)")
     parser.add_argument("--change-rows", type=int, help="change events C (default: per scenario)")
-    parser.add_argument("--engines", help=f"comma-separated, of: {', '.join(ALL_ENGINES)} (merge, base-scaling)")
+    parser.add_argument("--engines", help=f"comma-separated, of: {', '.join(ALL_ENGINES)} (merge, base-scaling, view-read)")
     parser.add_argument("--buckets", type=int, help="lakecompact buckets (default: N/125k, 8 to 64)")
     parser.add_argument("--cores", type=int, default=2, help="local[cores] for Spark, threads for DuckDB")
     parser.add_argument("--driver-memory", default="8g")
