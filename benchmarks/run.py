@@ -560,7 +560,7 @@ def _engines(args, default) -> list[str]:
 
 def land_snapshot(snap: dict, args, step: str = "land snapshot") -> tuple[list[dict], list[str]]:
     """lakecompact's land ops for a snapshot: one `land` per --land-batch-files files, as if the files arrived
-    that way (a single land of a whole 1M-event snapshot runs out of heap at 8g: see README)."""
+    that way (a single land of a whole 1M-event snapshot ran out of heap at 8g when this was written)."""
     files = sorted(str(f) for f in Path(snap["glob"]).parent.glob("*.jsonl"))
     size = args.land_batch_files or len(files)
     batches = [files[i:i + size] for i in range(0, len(files), size)]
