@@ -209,11 +209,12 @@ class Compactor:
             return
         hour, batch, folder = missing[0]
         others = f" ({len(missing) - 1} more batch(es) of the table likewise)" if len(missing) > 1 else ""
-        increments = f"{self.config.database}.{self.increments_table}"
+        forget = sql.render_checked("drop_partitions.sql.j2", database=self.config.database,
+                                    table=self.increments_table, specs=[[("__hour", hour), ("__batch", batch)]])
         raise MissingIncrement(
-            f"compact {self.table}: batch {batch} (hour {hour}) is registered in {increments} but its folder is gone: "
-            f"{folder}{others}; restore the folder, or forget the batch (its events are lost): "
-            f"lakecompact sql \"ALTER TABLE {increments} DROP PARTITION (__hour='{hour}', __batch={batch})\""
+            f"compact {self.table}: batch {batch} (hour {hour}) is registered in {self.config.database}."
+            f"{self.increments_table} but its folder is gone: {folder}{others}; restore the folder, or forget the batch "
+            f"(its events are lost) with this statement (`lakecompact sql` runs it): {' '.join(forget.split())}"
         )
 
     def _read_partitions(self, manifest: Manifest, partitions) -> DataFrame:

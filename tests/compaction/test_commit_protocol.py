@@ -194,12 +194,11 @@ def test_a_landed_batch_whose_folder_is_gone_stops_compaction_naming_it_and_how_
     shutil.rmtree(table_dir(lake) / "increments" / f"hour={hour}" / "batch=2")
     with pytest.raises(MissingIncrement) as caught:
         lake.compact(T)
-    increments = f"{lake.database}.{T}_increments"
-    statement = f"ALTER TABLE {increments} DROP PARTITION (__hour='{hour}', __batch=2)"
+    statement = f"ALTER TABLE `{lake.database}`.`{T}_increments` DROP IF EXISTS PARTITION (`__hour` = '{hour}', `__batch` = 2)"
     assert str(caught.value) == (
-        f"compact {T}: batch 2 (hour {hour}) is registered in {increments} but its folder is gone: "
-        f"{catalog.paths(T).increment(hour, 2)}; restore the folder, or forget the batch (its events are lost): "
-        f'lakecompact sql "{statement}"'
+        f"compact {T}: batch 2 (hour {hour}) is registered in {lake.database}.{T}_increments but its folder is gone: "
+        f"{catalog.paths(T).increment(hour, 2)}; restore the folder, or forget the batch (its events are lost) with "
+        f"this statement (`lakecompact sql` runs it): {statement}"
     )
     assert caught.value.exit_code == 7
     assert base_version(lake) == 1 and pending(lake) == [2, 3]
