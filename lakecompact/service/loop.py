@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 from lakecompact.catalog import Catalog
 from lakecompact.compaction.compact import compact
 from lakecompact.config import RUN_TRIGGERS, Config
-from lakecompact.errors import LakecompactError, LockHeld
+from lakecompact.errors import LakecompactError, LockHeld, as_missing_file
 from lakecompact.landing.land import land
 from lakecompact.report import plain, say, seconds_since, warn
 from lakecompact.service import metrics
@@ -40,7 +40,10 @@ def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def _first_line(exc: BaseException) -> str:
+def _first_line(exc: BaseException, step: str) -> str:
+    """A failed step's error in one line: a file or folder gone as the command line says it (Spark's error for one
+    read in a task starts with py4j's "An error occurred while calling ..."), else the exception's first line."""
+    exc = as_missing_file(exc, step) or exc
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
@@ -162,7 +165,7 @@ class Service:
             self._failed("land", exc)
             with self._lock:
                 self._land["failures"] += 1
-                self._land["last_error"] = _first_line(exc)
+                self._land["last_error"] = _first_line(exc, "land")
             return False
         if report.batch is None and not self._land["idle"]:
             say("run: nothing new to land; waiting for events (quiet until some arrive)")
@@ -207,7 +210,7 @@ class Service:
             self._failed(f"compact {table}", exc)
             with self._lock:
                 counters["compaction_failures"] += 1
-                counters["last_error"] = _first_line(exc)
+                counters["last_error"] = _first_line(exc, f"compact {table}")
                 self._not_before[table] = time.monotonic() + self.policy.interval_seconds
         else:
             with self._lock:
@@ -219,7 +222,7 @@ class Service:
             self.wake.set()
 
     def _failed(self, step: str, exc: BaseException) -> None:
-        warn(f"run: {step} failed: {_first_line(exc)}")
+        warn(f"run: {step} failed: {_first_line(exc, step)}")
         if self.debug:
             traceback.print_exc()
 

@@ -126,3 +126,19 @@ def test_run_settings_are_checked_when_loaded(run, key, expected):
         config_module.from_dict({"warehouse": "/w", "source": {"paths": ["x"]}, "run": run})
     assert str(error.value).startswith(f"{key}:")
     assert expected in str(error.value)
+
+
+def test_a_failed_steps_error_is_one_line_naming_a_file_that_is_gone():
+    """`run` records and prints a failed step in one line: Spark's error for a file a task could not open starts with
+    py4j's call line, so the file gone is named as the command line names it (errors.as_missing_file)."""
+    from lakecompact.service.loop import _first_line
+
+    task_error = RuntimeError(
+        "An error occurred while calling o94.collectToPython.\n"
+        ": org.apache.spark.SparkException: [FAILED_READ_FILE.FILE_NOT_EXIST] Encountered error while reading file "
+        "file:///lake/t/base/v=3/__bucket=1/part-0.parquet. File does not exist.\n\tat org.apache.spark.sql...")
+    assert _first_line(task_error, "compact t") == (
+        "MissingFile: compact t: a file or folder it was to read is gone (deleted outside lakecompact, or while it "
+        "ran): [FAILED_READ_FILE.FILE_NOT_EXIST] Encountered error while reading file "
+        "file:///lake/t/base/v=3/__bucket=1/part-0.parquet. File does not exist.")
+    assert _first_line(ValueError("bad value\nmore"), "land") == "ValueError: bad value"
