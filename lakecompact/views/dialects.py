@@ -59,6 +59,10 @@ def view_sql(schema: TableSchema, database: str, dialect: Dialect, view_database
     else:
         expression = sqlglot.parse_one(query, read="spark")
         if dialect != "spark":
+            # Spark's to_json options (timestamps to the microsecond) have no place in JSON_FORMAT, which writes
+            # a timestamp at its type's precision
+            for text in expression.find_all(sqlglot.exp.JSONFormat):
+                text.set("options", None)
             catalog = _sqlglot_schema(schema, database)
             expression = annotate_types(qualify(expression, schema=catalog, dialect="spark"), schema=catalog, dialect="spark")
         body = expression.sql(dialect=dialect, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE)

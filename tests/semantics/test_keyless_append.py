@@ -8,7 +8,7 @@ in the base but not shown by the view.
 
 
 from lakecompact.catalog import Catalog
-from tests.support.debezium import INT, TEXT, Topic
+from tests.support.debezium import INT, MICRO_TS, TEXT, Topic
 
 T = Topic("my.inventory.audit", [("msg", TEXT), ("amount", INT)], None, connector="mysql")
 TABLE = "inventory_audit"
@@ -103,3 +103,27 @@ def test_redelivered_keyless_events_stay_once_after_compaction(lake):
     lake.compact()
     assert _view(lake) == VIEW_2
     assert _base(lake) == _with_deleted(VIEW_2)
+
+
+def test_keyless_rows_that_differ_below_the_millisecond_are_two_rows(lake):
+    """A snapshot gives every row the same binlog position, so a keyless table's rows are told apart by their
+    values: two log rows written within one millisecond are two rows, in the view and after compaction (as
+    JSON text Spark writes timestamps to the millisecond unless told otherwise)."""
+    log = Topic("my.inventory.log", [("at", MICRO_TS), ("kind", TEXT)], None, connector="mysql")
+    table = "inventory_log"
+    at = 1_700_000_000_123_000  # microseconds: .123000, .123456 and .123789 share their millisecond
+    lines = [log.event("r", {"at": at + micros, "kind": "tick"}, (FILE, 4, 0)) for micros in (0, 456, 789)]
+    lake.write(lines + lines[1:2])  # the middle one delivered twice: still one row
+
+    def rows(relation=table, where="TRUE"):  # microseconds past the second (the rows' JSON stops at milliseconds)
+        return sorted(r["us"] for r in lake.rows(
+            f"SELECT unix_micros(at) % 1000000 AS us FROM `{lake.database}`.`{relation}` WHERE {where}"))
+
+    lake.land()
+    assert rows() == [123000, 123456, 123789]
+    lake.compact()
+    assert rows() == [123000, 123456, 123789]
+    assert rows(f"{table}_base", "__op <> 't'") == [123000, 123456, 123789]
+    lake.write(lines)  # redelivered after compaction
+    lake.land()
+    assert rows() == [123000, 123456, 123789]

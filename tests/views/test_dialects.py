@@ -186,3 +186,14 @@ def test_views_skips_a_table_hive_cannot_serve_and_prints_the_others(lake, capsy
     with pytest.raises(LakecompactError, match="MAP columns"):  # asked for it alone: nothing to print
         _views(argparse.Namespace(command="views", dialect="hive", table=["attrs"], database=None), context)
 
+
+
+@pytest.mark.parametrize("dialect", ["trino", "presto", "athena"])
+def test_a_keyless_tables_event_identity_is_json_text_the_engine_writes(dialect):
+    """The Spark view tells a keyless table's events apart by their JSON text with Spark's options (timestamps to
+    the microsecond); JSON_FORMAT takes no options."""
+    spark_text = view_sql(KEYLESS, "lake", "spark")
+    assert "'timestampFormat'" in spark_text
+    tree = sqlglot.parse_one(view_sql(KEYLESS, "lake", dialect), read=dialect)
+    formats = list(tree.find_all(exp.JSONFormat))
+    assert formats and all(f.args.get("options") is None for f in formats)
