@@ -25,7 +25,7 @@ from lakecompact.catalog import VERSION_PROPERTY, Catalog, TablePaths
 from lakecompact.compaction import changes
 from lakecompact.compaction.manifest import MARKER_BUCKET, Manifest, Manifests
 from lakecompact.config import Config
-from lakecompact.errors import LockHeld, MissingIncrement, RollbackError
+from lakecompact.errors import LockHeld, MissingFile, MissingIncrement, RollbackError
 from lakecompact.identifiers import column_list
 from lakecompact.naming import base_table, changes_table, increments_table
 from lakecompact.report import say, seconds_since, warn
@@ -533,6 +533,7 @@ class Compactor:
                     f"table {self.table} is at base v{current.version} with no earlier version kept "
                     f"(keep_versions = {self.settings.keep_versions})"
                 )
+            self._require_archived(current, previous)
             # until the manifest is retired, a crash must leave recovery to do (move the batches back to the
             # archive), or the next compaction would take them as pending and apply them twice
             self.storage.delete(self.paths.finished)
@@ -553,6 +554,21 @@ class Compactor:
             f"pending again, in {seconds_since(started)}"
         )
         return previous.version
+
+    def _require_archived(self, current: Manifest, previous: Manifest) -> None:
+        """Every batch the version folded in, in the archive (or back among the increments, by a rollback that
+        crashed): a batch made pending again without its folder would be left out of every read, silently."""
+        gone = [(hour, batch) for hour, batch in current.consumed
+                if not self.storage.exists(self.paths.archived(hour, batch))
+                and not self.storage.exists(self.paths.increment(hour, batch))]
+        if gone:
+            hour, batch = gone[0]
+            others = f" (and {len(gone) - 1} more batches)" if len(gone) > 1 else ""
+            raise MissingFile(
+                f"rollback {self.table}: base v{current.version} folded in batch {batch} (hour {hour}), whose archived "
+                f"folder is gone: {self.paths.archived(hour, batch)}{others}; at v{previous.version} its events would "
+                f"be lost, so nothing was changed; restore the archived folder to roll back"
+            )
 
 
 def _row_counts(

@@ -12,7 +12,7 @@ import pytest
 from lakecompact.catalog import Catalog
 from lakecompact.compaction.compact import VERSION_PROPERTY, Compactor
 from lakecompact.compaction.manifest import Manifests
-from lakecompact.errors import LockHeld, MissingIncrement, RollbackError
+from lakecompact.errors import LockHeld, MissingFile, MissingIncrement, RollbackError
 from lakecompact.storage import exclusive_lock
 from lakecompact.views.history import history
 from lakecompact.views.status import status
@@ -249,6 +249,31 @@ def test_rollback_goes_back_one_version_and_the_next_compaction_redoes_it(lake):
         (1, 6, 6, 6), (1, 4, 7, 6), (1, 4, 7, 6), (1, 4, 7, 6),  # key 6 soft-deleted in v2
     ]
     assert 1 <= rows[-1]["buckets_rewritten"] <= 4 and rows[-1]["seconds"] > 0
+
+
+def test_a_rollback_whose_archived_batch_is_gone_changes_nothing_and_names_it(lake, tmp_path):
+    """The archive pruned outside lakecompact (it only grows): a rollback past a version whose batch is gone would
+    make the batch pending without its events, which every read would leave out; it stops, exit 7, naming it."""
+    land_two_batches_compact_first(lake)
+    lake.compact()
+    catalog = Catalog(lake.spark, lake.config)
+    [[hour, batch]] = [pair for pair in manifest(lake, 2)["consumed"]]
+    folder = Path(catalog.paths(T).archived(hour, batch).removeprefix("file:"))
+    shutil.move(folder, tmp_path / "kept")
+    view = lake.view(T)
+    with pytest.raises(MissingFile) as caught:
+        lake.rollback(T)
+    assert str(caught.value) == (
+        f"rollback {T}: base v2 folded in batch 2 (hour {hour}), whose archived folder is gone: "
+        f"{catalog.paths(T).archived(hour, 2)}; at v1 its events would be lost, so nothing was changed; restore the "
+        f"archived folder to roll back"
+    )
+    assert caught.value.exit_code == 7
+    assert (base_version(lake), pending(lake), manifest_versions(lake)) == (2, [], [1, 2])
+    assert lake.view(T) == view == as_rows(V2)
+    shutil.move(tmp_path / "kept", folder)  # restored: the rollback goes through
+    assert lake.rollback(T) == 1
+    assert pending(lake) == [2] and lake.view(T) == as_rows(V2)
 
 
 def test_a_rollback_killed_before_it_retires_the_version_is_undone_by_the_next_run(lake, monkeypatch):
