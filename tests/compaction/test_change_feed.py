@@ -200,3 +200,16 @@ def test_an_update_of_a_timestamps_microseconds_is_in_the_net_feed(lake, extra):
     changed = {table: [(op, key) for version, op, key, *_ in _feed(lake, table) if version == 2]
                for table in ("public_tsnet", "public_tsev")}
     assert changed == {"public_tsnet": [("u", 1)], "public_tsev": [("u", 1), ("u", 2)]}
+
+
+def test_keys_that_differ_below_the_millisecond_keep_their_order_in_the_net_feed(lake):
+    """The net feed is in source order, and within one position (a snapshot's rows share it) in key order, keys
+    compared to the microsecond: a timestamp key's text stops at milliseconds unless told otherwise, which made
+    such keys tie (and come in the order they arrived)."""
+    topic = Topic("pg.public.tskey", [("at", MICRO_TS), ("note", TEXT)], ["at"])
+    at = 1_700_000_000_123_000
+    lake.write([topic.event("r", {"at": at + micros, "note": str(micros)}, 100) for micros in (789, 456, 0)])
+    lake.land()
+    lake.compact()
+    rows = lake.rows(f"SELECT after.note AS note FROM {lake.database}.public_tskey_changes ORDER BY __seq")
+    assert [r["note"] for r in rows] == ["0", "456", "789"]
