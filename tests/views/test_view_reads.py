@@ -1,12 +1,16 @@
-"""The view reads the pending increments once per query: Spark would otherwise inline the `increments` CTE into
-each of its references, list `<t>_increments`' partitions in the metastore for each copy, and a batch landed
-between two listings could reach some references and not others."""
+"""Reading the lake. The view reads the pending increments once per query: Spark would otherwise inline the
+`increments` CTE into each of its references, list `<t>_increments`' partitions in the metastore for each copy, and
+a batch landed between two listings could reach some references and not others. `sql` and `changes` print the
+rows as stored."""
 
 from __future__ import annotations
 
+import io
+import json
 from pathlib import Path
 
-from tests.support.debezium import INT, TEXT, Topic
+from lakecompact.views.read import print_changes, run_sql
+from tests.support.debezium import INT, MICRO_TS, TEXT, Topic
 
 T = Topic("pg.public.readers", [("id", INT), ("name", TEXT)], ["id"])
 TABLE = "public_readers"
@@ -53,3 +57,20 @@ def test_a_view_made_by_an_earlier_version_is_created_again_at_the_next_land(lak
     lake.write([T.event("u", {"id": 3, "name": "three"}, 300)], name="b3.jsonl")
     lake.land()
     assert lake.view(TABLE) == [{"id": 0, "name": "kept"}]
+
+
+def test_sql_and_changes_print_timestamps_to_the_microsecond(lake):
+    """`lakecompact sql` and `lakecompact changes` print what is stored: a timestamp's microseconds too (Spark's JSON
+    text stops at milliseconds unless told otherwise)."""
+    topic = Topic("pg.public.ticks", [("id", INT), ("at", MICRO_TS)], ["id"])
+    lake.write([topic.event("c", {"id": 1, "at": 1_700_000_000_123_456}, 100)])
+    lake.land()
+    lake.compact()
+    printed = io.StringIO()
+    assert run_sql(lake.spark, lake.config, "SELECT id, at FROM public_ticks", out=printed) == 1
+    assert [json.loads(line) for line in printed.getvalue().splitlines()] == [
+        {"id": 1, "at": "2023-11-14T22:13:20.123456Z"}]
+    printed = io.StringIO()
+    assert print_changes(lake.spark, lake.config, "public_ticks", 1, None, "json", None, out=printed) == 1
+    [change] = [json.loads(line) for line in printed.getvalue().splitlines()]
+    assert change["after"]["at"] == "2023-11-14T22:13:20.123456Z"
