@@ -187,7 +187,6 @@ def test_views_skips_a_table_hive_cannot_serve_and_prints_the_others(lake, capsy
         _views(argparse.Namespace(command="views", dialect="hive", table=["attrs"], database=None), context)
 
 
-
 @pytest.mark.parametrize("dialect", ["trino", "presto", "athena"])
 def test_a_keyless_tables_event_identity_is_json_text_the_engine_writes(dialect):
     """The Spark view tells a keyless table's events apart by their JSON text with Spark's options (timestamps to
