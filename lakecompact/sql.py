@@ -32,6 +32,11 @@ def _sql_literal(value: object) -> str:
     return str(value)
 
 
+# to_json's options for a text that tells apart every two values that differ: timestamps to the microsecond (the
+# default text stops at milliseconds); the templates' exact_json (clauses/images.sql.j2) and `sql`'s printed rows
+EXACT_JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX", "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"}
+
+
 @functools.cache
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -45,6 +50,7 @@ def environment() -> jinja2.Environment:
     env.filters["ident"] = check_identifier
     env.filters["s"] = _sql_string
     env.filters["lit"] = _sql_literal
+    env.globals["exact_json_options"] = EXACT_JSON_OPTIONS
     return env
 
 

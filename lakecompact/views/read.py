@@ -28,15 +28,10 @@ def run_sql(spark: SparkSession, config: Config, query: str, out=sys.stdout) -> 
     return print_json_lines(frame, out, "row(s)")
 
 
-# timestamps to the microsecond, as stored (Spark's JSON text stops at milliseconds by default); the same text
-# as clauses/images.sql.j2's exact_json
-EXACT_JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX", "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"}
-
-
 def print_json_lines(frame, out, noun: str) -> int:
     """One JSON object per row, streamed from the executors a partition at a time."""
     count = 0
-    for row in frame.select(F.to_json(F.struct("*"), EXACT_JSON_OPTIONS)).toLocalIterator():
+    for row in frame.select(F.to_json(F.struct("*"), sql.EXACT_JSON_OPTIONS)).toLocalIterator():
         out.write(row[0] + "\n")
         count += 1
     out.flush()
