@@ -91,7 +91,9 @@ def session_conf(
             # tasks. Measured on 2 cores, whole processes, 200,000 rows and a 20,000-event change: land of the
             # change 28 -> 22 s, compact 43 -> 33 s, a read of the view 27 -> 18 s; landing the whole 200,000-row
             # snapshot in one command is the exception, 55 -> 64 s. `run` keeps the full JIT.
-            java_options.append("-XX:TieredStopAtLevel=1")
+            # C1 alone shrinks the code cache's default to 48 MB, which a command of many queries fills ("Out of
+            # space in CodeCache for adapters" killed a task of the demo): the full JIT's 240 MB, reserved, not used
+            java_options += ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]
     user_conf = dict(config.spark.conf)
     if DRIVER_JAVA_OPTIONS in user_conf:
         # added after lakecompact's rather than in their place: where two options conflict the JVM takes the

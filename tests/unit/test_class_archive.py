@@ -65,6 +65,16 @@ def test_the_drivers_java_options_of_the_config_are_added_after_lakecompacts_and
     assert level == "4"
 
 
+def test_a_one_shot_commands_jvm_compiles_with_c1_and_keeps_the_full_code_cache():
+    """C1 alone shrinks the code cache's default to 48 MB, which a command of many queries filled: a task of the
+    demo died with "Out of space in CodeCache for adapters"."""
+    flags = _java(*_driver_options(one_shot=True).split(), "-XX:+PrintFlagsFinal")
+    assert flags.returncode == 0, flags.stderr
+    values = {line.split()[1]: line.split()[3] for line in flags.stdout.splitlines() if len(line.split()) > 3}
+    assert values["TieredStopAtLevel"] == "1"
+    assert int(values["ReservedCodeCacheSize"]) == 240 * 1024 * 1024
+
+
 def test_a_damaged_dump_is_never_put_in_place(cache):
     def dies_while_dumping(options):
         [dump] = [o.split("=", 1)[1] for o in options if o.startswith("-XX:ArchiveClassesAtExit=")]
