@@ -196,19 +196,19 @@ class Compactor:
         partitions in the metastore again (five calls each); one file index serves them all."""
         data_columns = self.schema.columns + list(META_COLUMNS)
         folders = [self.paths.increment(hour, batch) for hour, batch in pending]
-        self._require_folders(pending, folders)
+        self._require_folders(pending)
         files = self.spark.read.schema(StructType.fromDDL(column_list(data_columns))).parquet(*folders)
         file_path = files.metadataColumn("_metadata").getField("file_path")  # even if a column is named _metadata
         return files.withColumn("__batch", TablePaths.batch_of_increment_file(file_path))
 
-    def _require_folders(self, pending: list[tuple[str, int]], folders: list[str]) -> None:
+    def _require_folders(self, pending: list[tuple[str, int]]) -> None:
         """Each registered increment's folder is there (one deleted outside lakecompact would fail Spark's read with
         its path alone); else what to do about it."""
-        missing = [(hour, batch, folder) for (hour, batch), folder in zip(pending, folders) if not self.storage.exists(folder)]
-        if not missing:
+        gone = _first_gone(pending, lambda hour, batch: not self.storage.exists(self.paths.increment(hour, batch)))
+        if gone is None:
             return
-        hour, batch, folder = missing[0]
-        others = f" ({len(missing) - 1} more batch(es) of the table likewise)" if len(missing) > 1 else ""
+        (hour, batch), others = gone
+        folder = self.paths.increment(hour, batch)
         forget = sql.render_checked("drop_partitions.sql.j2", database=self.config.database,
                                     table=self.increments_table, specs=[[("__hour", hour), ("__batch", batch)]])
         raise MissingIncrement(
@@ -558,17 +558,23 @@ class Compactor:
     def _require_archived(self, current: Manifest, previous: Manifest) -> None:
         """Every batch the version folded in, in the archive (or back among the increments, by a rollback that
         crashed): a batch made pending again without its folder would be left out of every read, silently."""
-        gone = [(hour, batch) for hour, batch in current.consumed
-                if not self.storage.exists(self.paths.archived(hour, batch))
-                and not self.storage.exists(self.paths.increment(hour, batch))]
-        if gone:
-            hour, batch = gone[0]
-            others = f" (and {len(gone) - 1} more batches)" if len(gone) > 1 else ""
+        gone = _first_gone(current.consumed, lambda hour, batch: not self.storage.exists(self.paths.archived(hour, batch))
+                           and not self.storage.exists(self.paths.increment(hour, batch)))
+        if gone is not None:
+            (hour, batch), others = gone
             raise MissingFile(
                 f"rollback {self.table}: base v{current.version} folded in batch {batch} (hour {hour}), whose archived "
                 f"folder is gone: {self.paths.archived(hour, batch)}{others}; at v{previous.version} its events would "
                 f"be lost, so nothing was changed; restore the archived folder to roll back"
             )
+
+
+def _first_gone(batches, is_gone) -> tuple[tuple[str, int], str] | None:
+    """The first (hour, batch) whose folder `is_gone`, and how many more are, as words for a message; None: none."""
+    gone = [(hour, batch) for hour, batch in batches if is_gone(hour, batch)]
+    if not gone:
+        return None
+    return gone[0], f" ({len(gone) - 1} more batch(es) likewise)" if len(gone) > 1 else ""
 
 
 def _row_counts(
