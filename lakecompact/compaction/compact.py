@@ -150,6 +150,9 @@ class Compactor:
             if not pending:
                 say(f"compact {self.table}: nothing pending (base v{current.version}) in {seconds_since(started)}")
                 return None
+            # a land (under its own lock) may have added columns since this compactor started: it saves the
+            # schema before it registers a batch, so the schema read after the listing has every pending column
+            self.schema = self.catalog.require(self.table)
             version = current.version + 1
             increments = self._read_increments(pending)
             report = self._write_version(current, version, increments, pending, started)
@@ -450,7 +453,9 @@ class Compactor:
         rollback) the partitions are listed first and every one is set.
         """
         if any(b >= DELTA_BUCKETS_FROM for b in manifest.buckets):
-            refresh_view(self.catalog, self.schema)  # a view made before deltas existed would read them as rows
+            # a view made before deltas existed would read them as rows; the schema as it is now, so that a
+            # column a land added meanwhile stays in the view
+            refresh_view(self.catalog, self.catalog.require(self.table))
         if pointed_at is not None:
             existing = set(pointed_at.buckets)
         else:
