@@ -237,14 +237,17 @@ class Catalog:
     def create_changes_table(self, schema: TableSchema) -> None:
         """`<t>_changes`; its struct columns follow the schema, so an evolution recreates it (metadata only)."""
         table = changes_table(schema.table)
-        exists = self.spark.catalog.tableExists(qualified(self.database, table))
-        versions = [int(p[CHANGE_PARTITION[0]]) for p in self.partitions(table)] if exists else []
-        if exists:
+        if self.spark.catalog.tableExists(qualified(self.database, table)):
             self.run("drop_table.sql.j2", table=table)  # external: the files stay
         template, context = self._statements(schema)["changes"]
         self.run(template, **context)
+        # the published versions are the folders (a compaction renames a version's folder into place before it
+        # adds the partition), looked at after the table is back: a version a compaction published meanwhile
+        # (it holds the table's lock, not the land's) is either among them or added by that compaction
         paths = self.paths(schema.table)
-        self.add_partitions(table, [([(CHANGE_PARTITION[0], v)], paths.changes(v)) for v in versions])
+        published = [int(name[len("v="):]) for name in self.storage.list_names(paths.changes_root)
+                     if name.startswith("v=")]
+        self.add_partitions(table, [([(CHANGE_PARTITION[0], v)], paths.changes(v)) for v in published])
 
     def add_columns(self, schema: TableSchema, added: list[tuple[str, str]]) -> None:
         for table in (base_table(schema.table), increments_table(schema.table)):

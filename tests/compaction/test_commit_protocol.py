@@ -207,6 +207,35 @@ def test_a_column_a_land_adds_while_a_compaction_starts_reaches_the_base_and_the
     assert feed == [{"id": 1, "email": "b@x"}, {"id": 2, "email": "c@x"}]
 
 
+def test_a_feed_version_a_compaction_publishes_while_a_land_changes_the_schema_stays_in_the_feed(lake, monkeypatch):
+    """A schema change recreates `<t>_changes` (its struct columns follow the schema) with the versions it found:
+    a compaction that publishes a version in the meantime (under its own lock) must not lose it from the feed."""
+    v1 = topic()
+    lake.write([v1.event("c", {"id": 1, "name": "a"}, 100)])
+    lake.land()
+    v2 = Topic("pg.public.items", [("id", INT), ("name", TEXT), ("email", TEXT)], ["id"])
+    v2.next_offset = v1.next_offset
+    lake.write([v2.event("u", {"id": 1, "name": "b", "email": "b@x"}, 200)])
+    run = Catalog.run
+
+    def compact_right_before_the_land_drops_the_feed_table(self, template, **context):
+        if template == "drop_table.sql.j2" and context["table"] == f"{T}_changes" and not compacted:
+            compacted.append(lake.compact(T))  # publishes v1 of the feed (batch 1) into the table being replaced
+        return run(self, template, **context)
+
+    compacted = []
+    monkeypatch.setattr(Catalog, "run", compact_right_before_the_land_drops_the_feed_table)
+    lake.land()
+    monkeypatch.undo()
+    assert [r.version for r in compacted[0]] == [1]
+    feed = lake.rows(f"SELECT __version, after.id AS id, after.name AS name FROM {lake.database}.{T}_changes")
+    assert feed == [{"__version": 1, "id": 1, "name": "a"}]
+    lake.compact()
+    feed = lake.rows(f"SELECT __version, after.id AS id, after.email AS email FROM {lake.database}.{T}_changes "
+                     f"ORDER BY __version")
+    assert feed == [{"__version": 1, "id": 1}, {"__version": 2, "id": 1, "email": "b@x"}]
+
+
 def test_a_landed_batch_whose_folder_is_gone_stops_compaction_naming_it_and_how_to_forget_it(lake):
     """An increment folder deleted outside lakecompact: compaction changes nothing and names the batch, its folder and
     the statement that forgets it; run in Spark SQL (as `lakecompact sql` runs it), the next compaction folds the
