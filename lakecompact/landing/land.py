@@ -508,10 +508,12 @@ class Landing:
         if rows is None:
             return 0, 0
         batch, hour = intent["batch"], intent["hour"]
+        location = self.catalog.paths(table).increment(hour, batch)
+        if self.storage.exists(folder_stats(location)):
+            return self._kept_increment(table, rows, intent, location)
         schema = self.catalog.require(table)
         columns = schema.column_names + [n for n, _ in META_COLUMNS]
-        location = self.catalog.paths(table).increment(hour, batch)
-        self.storage.delete(location)  # a crashed attempt's
+        self.storage.delete(location)  # a crashed attempt's, written in part
 
         def write(frame: DataFrame) -> None:
             good = frame.where(F.col("__reason").isNull())
@@ -537,9 +539,22 @@ class Landing:
             self.storage.delete(location)
         crashpoints.reached("increments-written")
         if count:
-            self.catalog.add_partitions(increments_table(table), [([("__hour", hour), ("__batch", batch)], location)])
-            crashpoints.reached("partitions-added")
+            self._register_increment(table, intent, location)
         return count, rejected
+
+    def _kept_increment(self, table: str, rows: DataFrame, intent: dict, location: str) -> tuple[int, int]:
+        """A rerun's increment that the interrupted attempt wrote whole (its counts are written after its rows): it
+        stays as it is, since once registered a compaction (under its own lock, not this one) may be reading it or
+        folding it in; written again, its folder would be gone for a while, then in part."""
+        count = self.storage.read_json(folder_stats(location))["rows"]
+        rejected = rows.where(F.col("__reason").isNotNull()).count()  # they go to the quarantine again
+        self._register_increment(table, intent, location)
+        return count, rejected
+
+    def _register_increment(self, table: str, intent: dict, location: str) -> None:
+        partition = [("__hour", intent["hour"]), ("__batch", intent["batch"])]
+        self.catalog.add_partitions(increments_table(table), [(partition, location)])
+        crashpoints.reached("partitions-added")
 
     def _line_quarantine(self, raw: DataFrame) -> DataFrame:
         """Lines that are no event at all (not JSON, no topic), in the quarantine's columns."""

@@ -101,6 +101,41 @@ def test_crash_in_the_middle_of_a_batch_then_rerun(lake, monkeypatch, crash_at):
     assert lake.spark.read.parquet(f"{catalog.root}/_quarantine").count() == 1
 
 
+def test_a_rerun_leaves_an_increment_the_batch_had_registered_as_it_is(lake, monkeypatch):
+    """The rerun lands the interrupted batch again, but not over an increment it had already registered: a
+    compaction (under its own lock) may be reading that folder or folding it in meanwhile. Written again, the
+    folder was deleted first: a compaction then found a registered batch without its folder (and stopped), or
+    read the part of the files written so far and archived the batch with the rest."""
+    items, orders = topics()
+    lake.write([items.event("c", {"id": 1, "name": "one"}, 100), orders.event("c", {"order_id": 10, "item": 1}, 101),
+                items.event("c", {"id": 2, "name": "two"}, 102)])
+    crash_once(monkeypatch, Catalog, "add_partitions", registering(f"{ORDERS}_increments"))
+    with pytest.raises(Crash):
+        lake.land()
+    catalog = Catalog(lake.spark, lake.config)
+    [registered] = catalog.partitions(f"{ITEMS}_increments")
+    folder = catalog.paths(ITEMS).increment(registered["__hour"], int(registered["__batch"]))
+    files_before = catalog.storage.list_names(folder)
+    delete = type(catalog.storage).delete
+    compacted = []
+
+    def compact_when_the_folder_goes(self, path):
+        gone = delete(self, path)
+        if path == folder and not compacted:
+            compacted.append(lake.compact(ITEMS))  # a compaction that lists the batch now
+        return gone
+
+    monkeypatch.setattr(type(catalog.storage), "delete", compact_when_the_folder_goes)
+    rerun = lake.land()
+    monkeypatch.undo()
+    assert (rerun.batch, rerun.rows_out) == (1, {ITEMS: 2, ORDERS: 1})
+    assert compacted == [] and catalog.storage.list_names(folder) == files_before
+    assert offsets(lake, ITEMS) == [0, 1] and offsets(lake, ORDERS) == [0]
+    lake.compact()
+    assert lake.view(ITEMS) == [{"id": 1, "name": "one"}, {"id": 2, "name": "two"}]
+    assert lake.view(ORDERS) == [{"order_id": 10, "item": 1}]
+
+
 def test_crash_after_the_state_write_before_the_intent_removal(lake, monkeypatch):
     items, _ = topics()
     lake.write([items.event("c", {"id": i, "name": f"n{i}"}, 100 + i) for i in (1, 2)])
