@@ -58,9 +58,18 @@ def test_hive_form_of_a_keyless_table_matches_events_by_their_columns():
     assert "k.`amount` <=> a.`amount`" in text and "k.`__position` <=> a.`__position`" in text
 
 
-def test_spark_form_keeps_max_by():
-    tree = sqlglot.parse_one(view_sql(SCHEMA, "lake", "spark"), read="spark")
-    assert list(tree.find_all(exp.ArgMax))
+def test_spark_form_takes_max_by_only_for_a_latest_value_that_holds_a_map():
+    """MAX over named_struct(order, value) where the value can be compared; a MAP cannot, so MAX_BY (by the order
+    alone) takes a latest value that holds one."""
+    def aggregates(schema) -> tuple[int, int]:
+        tree = sqlglot.parse_one(view_sql(schema, "lake", "spark"), read="spark")
+        over_structs = [f for f in tree.find_all(exp.Max) if f.find(exp.Struct)]
+        return len(over_structs), len(list(tree.find_all(exp.ArgMax)))
+
+    assert aggregates(SCHEMA) == (1 + 1 + len([f for f in SCHEMA.fields if f.toastable]), 0)  # the row, its known values
+    # the latest row and the latest known `labels` (a TOAST-able map) hold the map; the rest of the known values is
+    # the key alone
+    assert aggregates(MAP_TABLE) == (1, 2)
 
 
 @pytest.mark.parametrize("dialect", ["spark", "trino"])
