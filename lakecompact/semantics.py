@@ -28,7 +28,7 @@ def semantics_context(schema: TableSchema, *, base: str, increments: str, live_o
         "meta": [name for name, _ in META_COLUMNS],
         "visible_meta": VISIBLE_META,
         "types": types,
-        "maps": [name for name, type_ in types.items() if "MAP<" in type_.upper()],
+        "maps": schema.map_columns,  # the meta columns a latest value holds have none
         "origins_type": ORIGINS_TYPE,
         "order_type": ORDER_TYPE,
         "live_only": live_only,

@@ -71,6 +71,11 @@ class TableSchema:
         return [f.name for f in self.fields]
 
     @property
+    def map_columns(self) -> list[str]:
+        """The columns whose type holds a MAP: their values cannot be ordered (nor compared in Spark)."""
+        return [name for name, kind in self.columns if "MAP<" in kind.upper()]
+
+    @property
     def hash(self) -> str:
         return schema_hash([self.key, [(f.name, f.schema) for f in self.fields]])
 

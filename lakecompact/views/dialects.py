@@ -38,7 +38,7 @@ def view_sql(schema: TableSchema, database: str, dialect: Dialect, view_database
     if dialect not in DIALECTS:
         raise UnsupportedDialect(f"views --dialect: expected one of {', '.join(DIALECTS)}, got {dialect!r}")
     if dialect == "hive":
-        maps = [name for name, kind in schema.columns if "MAP<" in kind.upper()]
+        maps = schema.map_columns
         if maps:
             raise UnsupportedDialect(
                 f"views --dialect hive: {schema.table} has MAP columns ({', '.join(maps)}), which Hive cannot "

@@ -27,6 +27,13 @@ def topic() -> Topic:
     return Topic("pg.public.items", [("id", INT), ("name", TEXT)], ["id"])
 
 
+def topic_with_email(before: Topic) -> Topic:
+    """The same topic after the source table gained a column, its offsets going on from `before`'s."""
+    after = Topic("pg.public.items", [("id", INT), ("name", TEXT), ("email", TEXT)], ["id"])
+    after.next_offset = before.next_offset
+    return after
+
+
 def table_dir(lake) -> Path:
     return lake.tmp / "warehouse" / lake.database / T
 
@@ -191,8 +198,7 @@ def test_a_column_a_land_adds_while_a_compaction_starts_reaches_the_base_and_the
     lake.land()
     lake.compact()
     compactor = Compactor(lake.spark, lake.config, T)  # started: the land below runs before it lists the batches
-    v2 = Topic("pg.public.items", [("id", INT), ("name", TEXT), ("email", TEXT)], ["id"])
-    v2.next_offset = v1.next_offset
+    v2 = topic_with_email(v1)
     lake.write([v2.event("u", {"id": 1, "name": "b", "email": "b@x"}, 200),
                 v2.event("c", {"id": 2, "name": "c", "email": "c@x"}, 300)])
     lake.land()
@@ -213,8 +219,7 @@ def test_a_feed_version_a_compaction_publishes_while_a_land_changes_the_schema_s
     v1 = topic()
     lake.write([v1.event("c", {"id": 1, "name": "a"}, 100)])
     lake.land()
-    v2 = Topic("pg.public.items", [("id", INT), ("name", TEXT), ("email", TEXT)], ["id"])
-    v2.next_offset = v1.next_offset
+    v2 = topic_with_email(v1)
     lake.write([v2.event("u", {"id": 1, "name": "b", "email": "b@x"}, 200)])
     run = Catalog.run
 
