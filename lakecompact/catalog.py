@@ -22,7 +22,7 @@ from lakecompact.schema.model import (
     TableSchema,
     change_columns,
 )
-from lakecompact.spark import warehouse_uri
+from lakecompact.spark import jvm_class, warehouse_uri
 from lakecompact.storage import LocalFiles, Storage, VersionedState
 from lakecompact.views import definition as view_definition
 
@@ -219,8 +219,8 @@ class Catalog:
         parquet files written with the narrower type still read correctly (int → bigint, float → double,
         decimal precision up).
         """
-        jvm = self.spark.sparkContext._jvm
         session_catalog = self._session_catalog()
+        struct_type = jvm_class(self.spark, "org.apache.spark.sql.types.StructType")
         types = dict(schema.columns)
         for table in (base_table(schema.table), increments_table(schema.table)):
             identifier = self._identifier(table)
@@ -228,7 +228,7 @@ class Catalog:
             # keep the metastore's column order (ADD COLUMNS appends after the meta columns): Hive checks
             # type compatibility position by position
             data = [(f.name(), types.get(f.name(), f.dataType().sql())) for f in current.dataSchema().fields()]
-            session_catalog.alterTableDataSchema(identifier, jvm.org.apache.spark.sql.types.StructType.fromDDL(column_list(data)))
+            session_catalog.alterTableDataSchema(identifier, struct_type.fromDDL(column_list(data)))
             self.set_properties(table, self._schema_properties(schema))
             self.refresh(table)
         self.create_changes_table(schema)
@@ -283,18 +283,19 @@ class Catalog:
         transaction, so a reader sees all of them moved or none), instead of one ALTER TABLE per partition."""
         if not locations:
             return
-        jvm = self.spark.sparkContext._jvm
         session_catalog, identifier = self._session_catalog(), self._identifier(table)
         wanted = {_spec_key(spec): location for spec, location in locations}
         names = [name for name, _ in locations[0][0]]
-        moved = jvm.java.util.ArrayList()
-        converters = jvm.scala.jdk.javaapi.CollectionConverters
-        for partition in converters.asJava(session_catalog.listPartitions(identifier, jvm.scala.Option.empty())):
+        moved = jvm_class(self.spark, "java.util.ArrayList")()
+        converters = jvm_class(self.spark, "scala.jdk.javaapi.CollectionConverters")
+        to_uri = jvm_class(self.spark, "org.apache.spark.sql.catalyst.catalog.CatalogUtils").stringToURI
+        some = jvm_class(self.spark, "scala.Some")
+        none = jvm_class(self.spark, "scala.Option").empty()
+        for partition in converters.asJava(session_catalog.listPartitions(identifier, none)):
             spec = partition.spec()
             location = wanted.pop(tuple((name, spec.apply(name)) for name in names), None)
             if location is not None:
-                uri = jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils.stringToURI(location)
-                moved.add(_replaced(partition, 1, _replaced(partition.storage(), 0, jvm.scala.Some(uri))))
+                moved.add(_replaced(partition, 1, _replaced(partition.storage(), 0, some(to_uri(location)))))
         if wanted:
             raise LakecompactError(f"table {table}: expected partitions {sorted(wanted)} in the metastore, missing")
         session_catalog.alterPartitions(identifier, converters.asScala(moved).toSeq())
@@ -314,8 +315,8 @@ class Catalog:
         return self.spark._jsparkSession.sessionState().catalog()
 
     def _identifier(self, table: str):
-        jvm = self.spark.sparkContext._jvm
-        return jvm.org.apache.spark.sql.catalyst.TableIdentifier(table, jvm.scala.Some(self.database))
+        return jvm_class(self.spark, "org.apache.spark.sql.catalyst.TableIdentifier")(
+            table, jvm_class(self.spark, "scala.Some")(self.database))
 
     def table(self, table: str) -> DataFrame:
         return self.spark.table(qualified(self.database, table))

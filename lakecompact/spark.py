@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from py4j.java_gateway import JavaClass
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
 from lakecompact import class_archive, metastore_guard, thrift_metastore
@@ -15,6 +16,13 @@ LOG4J_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
 # jars for the Kafka and Avro sources, fetched by scripts/stack/install.sh; clusters use --packages instead.
 STACK_JARS = Path(__file__).resolve().parent.parent / ".stack" / "jars"
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+
+
+def jvm_class(spark: SparkSession, name: str):
+    """The JVM class of this full name (its constructor and static members), for py4j calls. `jvm.org.apache.…`
+    asks the JVM about each package on the way, and each of those misses searches every jar on the class path:
+    ~2 ms per use, where this costs nothing until the class is called."""
+    return JavaClass(name, spark.sparkContext._gateway._gateway_client)
 
 
 def warehouse_uri(warehouse: str) -> str:

@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 from lakecompact.config import LocksConfig
 from lakecompact.errors import LockHeld
 from lakecompact.report import warn
+from lakecompact.spark import jvm_class
 
 UNWRITTEN_LOCK_SECONDS = 60.0  # a holder writes its name right after creating the file
 
@@ -29,13 +30,14 @@ class Storage:
     """Small, explicit file operations; every path is a Hadoop URI string."""
 
     def __init__(self, spark: SparkSession, root: str):
-        self._jvm = spark.sparkContext._jvm
+        self._spark = spark
+        self._path_class = jvm_class(spark, "org.apache.hadoop.fs.Path")
         self._conf = spark.sparkContext._jsc.hadoopConfiguration()
         self.root = root.rstrip("/")
         self._fs = self._path(self.root).getFileSystem(self._conf)
 
     def _path(self, path: str):
-        return self._jvm.org.apache.hadoop.fs.Path(path)
+        return self._path_class(path)
 
     def exists(self, path: str) -> bool:
         return self._fs.exists(self._path(path))
@@ -69,8 +71,8 @@ class Storage:
     def read_text(self, path: str) -> str:
         stream = self._fs.open(self._path(path))
         try:
-            reader = self._jvm.java.io.BufferedReader(
-                self._jvm.java.io.InputStreamReader(stream, "UTF-8")
+            reader = jvm_class(self._spark, "java.io.BufferedReader")(
+                jvm_class(self._spark, "java.io.InputStreamReader")(stream, "UTF-8")
             )
             return "\n".join(iter(reader.readLine, None))
         finally:

@@ -18,6 +18,7 @@ from lakecompact import retry
 from lakecompact.config import SourceConfig
 from lakecompact.errors import KafkaUnavailable, LakecompactError
 from lakecompact.report import warn
+from lakecompact.spark import jvm_class
 
 RAW_SCHEMA = (
     "__kafka_topic STRING, __kafka_partition INT, __kafka_offset BIGINT, key STRING, payload STRING, "
@@ -79,7 +80,7 @@ def _request_timeout_ms(source: SourceConfig) -> str:
 
 
 def _client_properties(spark: SparkSession, source: SourceConfig):
-    props = spark.sparkContext._jvm.java.util.Properties()
+    props = jvm_class(spark, "java.util.Properties")()
     props.setProperty("bootstrap.servers", source.bootstrap_servers)
     props.setProperty("group.id", "lakecompact-planner")
     props.setProperty("enable.auto.commit", "false")
@@ -94,9 +95,8 @@ def _client_properties(spark: SparkSession, source: SourceConfig):
 
 
 def _consumer(spark: SparkSession, source: SourceConfig):
-    jvm = spark.sparkContext._jvm
     try:
-        return jvm.org.apache.kafka.clients.consumer.KafkaConsumer(_client_properties(spark, source))
+        return jvm_class(spark, "org.apache.kafka.clients.consumer.KafkaConsumer")(_client_properties(spark, source))
     except Exception as exc:  # noqa: BLE001 - py4j wraps a missing class or a bad setting
         raise KafkaClientError(
             "cannot create a Kafka client: expected the spark-sql-kafka-0-10 jars on the classpath "
@@ -149,14 +149,14 @@ def plan(
 
 def partition_bounds(spark: SparkSession, source: SourceConfig) -> list[PartitionBounds]:
     """The bounds of every partition of the source's topics, as the brokers give them now."""
-    jvm = spark.sparkContext._jvm
     wait_for_brokers(source)
     consumer = _consumer(spark, source)
     try:
-        partitions = jvm.java.util.ArrayList()
+        partitions = jvm_class(spark, "java.util.ArrayList")()
+        topic_partition = jvm_class(spark, "org.apache.kafka.common.TopicPartition")
         for topic in _topics(consumer, source):
             for info in consumer.partitionsFor(topic):
-                partitions.add(jvm.org.apache.kafka.common.TopicPartition(topic, info.partition()))
+                partitions.add(topic_partition(topic, info.partition()))
         if partitions.isEmpty():
             return []
         ends = consumer.endOffsets(partitions)
