@@ -39,7 +39,7 @@ from lakecompact.schema.model import (
 from lakecompact.semantics import semantics_context
 from lakecompact.spark import write_counted
 from lakecompact.storage import exclusive_lock
-from lakecompact.views.definition import refresh_view
+from lakecompact.views.definition import refresh_view_as_saved
 
 __all__ = ["VERSION_PROPERTY", "CompactReport", "Compactor", "compact", "rollback"]
 
@@ -453,9 +453,8 @@ class Compactor:
         rollback) the partitions are listed first and every one is set.
         """
         if any(b >= DELTA_BUCKETS_FROM for b in manifest.buckets):
-            # a view made before deltas existed would read them as rows; the schema as it is now, so that a
-            # column a land added meanwhile stays in the view
-            refresh_view(self.catalog, self.catalog.require(self.table))
+            # a view made before deltas existed would read them as rows
+            refresh_view_as_saved(self.catalog, self.table)
         if pointed_at is not None:
             existing = set(pointed_at.buckets)
         else:

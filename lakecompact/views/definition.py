@@ -68,3 +68,16 @@ def refresh_view(catalog: Catalog, schema: TableSchema) -> bool:
         return False
     create_view(catalog, schema, statement)
     return True
+
+
+def refresh_view_as_saved(catalog: Catalog, table: str) -> None:
+    """`refresh_view` with the table's schema as saved, for a job that does not change the schema (compaction): a
+    land (its own lock) may save a newer schema and make its view between this job's read and its view, which
+    would then lack the land's new columns. The schema is read again after each view this makes, until it holds
+    still (a land saves its schema before it makes its view, so either this sees it or that view comes last)."""
+    schema = catalog.require(table)
+    while refresh_view(catalog, schema):
+        latest = catalog.require(table)
+        if latest == schema:
+            return
+        schema = latest

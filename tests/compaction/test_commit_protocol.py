@@ -14,6 +14,7 @@ from lakecompact.compaction.compact import VERSION_PROPERTY, Compactor
 from lakecompact.compaction.manifest import Manifests
 from lakecompact.errors import LockHeld, MissingFile, MissingIncrement, RollbackError
 from lakecompact.storage import exclusive_lock
+from lakecompact.views import definition
 from lakecompact.views.history import history
 from lakecompact.views.status import status
 from tests.support.crash import Crash, crash_once
@@ -211,6 +212,35 @@ def test_a_column_a_land_adds_while_a_compaction_starts_reaches_the_base_and_the
     feed = lake.rows(f"SELECT after.id AS id, after.email AS email FROM {lake.database}.{T}_changes "
                      f"WHERE __version = 2 ORDER BY __seq")
     assert feed == [{"id": 1, "email": "b@x"}, {"id": 2, "email": "c@x"}]
+
+
+def test_a_column_a_land_adds_while_a_compaction_makes_the_view_stays_in_the_view(lake, monkeypatch):
+    """A compaction that writes deltas makes the view again at its swap, from the schema it read a moment before;
+    a land (its own lock) that adds a column in that moment makes its own view first: the column must stay."""
+    lake.configure(defaults={"merge_on_read": True, "delta_share": 1e9})
+    v1 = topic()
+    lake.write([v1.event("c", {"id": 1, "name": "a"}, 100), v1.event("c", {"id": 2, "name": "b"}, 150)])
+    lake.land()
+    lake.compact()
+    lake.write([v1.event("u", {"id": 1, "name": "a2"}, 200)])
+    lake.land()
+    v2 = topic_with_email(v1)
+    lake.write([v2.event("c", {"id": 3, "name": "c", "email": "c@x"}, 300)])
+    record_path = definition._record_path
+
+    def land_as_the_compaction_makes_the_view(catalog, table):
+        if not landed:
+            landed.append(True)
+            lake.land()  # saves the schema with `email`, makes its view, registers batch 3
+        return record_path(catalog, table)
+
+    landed = []
+    compactor = Compactor(lake.spark, lake.config, T)
+    monkeypatch.setattr(definition, "_record_path", land_as_the_compaction_makes_the_view)
+    report = compactor.compact()
+    monkeypatch.undo()
+    assert (landed, report.version, report.deltas_written > 0, pending(lake)) == ([True], 2, True, [3])
+    assert lake.view(T) == [{"id": 1, "name": "a2"}, {"id": 2, "name": "b"}, {"id": 3, "name": "c", "email": "c@x"}]
 
 
 def test_a_feed_version_a_compaction_publishes_while_a_land_changes_the_schema_stays_in_the_feed(lake, monkeypatch):
