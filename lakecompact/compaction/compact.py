@@ -550,8 +550,9 @@ class Compactor:
             self.catalog.add_partitions(self.increments_table, restored)
             self.manifests.retire(current.version)
             self._point_base_at(previous)
-            self.catalog.drop_partitions(self.changes_table, [[(CHANGE_PARTITION[0], current.version)]])
+            # the folder first: a feed folder on disk is a published version (a schema change registers it again)
             self.storage.delete(self.paths.changes(current.version))
+            self.catalog.drop_partitions(self.changes_table, [[(CHANGE_PARTITION[0], current.version)]])
             self.storage.delete(self.paths.base_version(current.version))
         say(
             f"rollback {self.table}: base v{current.version} -> v{previous.version}; {len(restored)} batch(es) "

@@ -380,6 +380,23 @@ def test_a_rollback_killed_before_it_retires_the_version_is_undone_by_the_next_r
     assert_version_2_committed_once(lake)
 
 
+def test_a_rollback_killed_before_it_drops_the_feed_partition_leaves_no_rows_of_the_retired_version(lake, monkeypatch):
+    """The retired version's feed folder goes before its partition: killed in between, the feed holds a partition
+    with no folder (read as empty; the version's next compaction publishes it again), never a retired version's
+    rows, which a schema change (it registers the feed versions found on disk) would also bring back."""
+    land_two_batches_compact_first(lake)
+    lake.compact()
+    crash_once(monkeypatch, Catalog, "drop_partitions", when=lambda self, table, specs: table == f"{T}_changes")
+    with pytest.raises(Crash):
+        lake.rollback(T)
+    monkeypatch.undo()
+    feed = f"SELECT __version, count(*) AS n FROM `{lake.database}`.`{T}_changes` GROUP BY __version"
+    assert (base_version(lake), pending(lake), lake.rows(feed)) == (1, [2], [{"__version": 1, "n": 6}])
+    [report] = lake.compact()
+    assert report.version == 2
+    assert sorted((r["__version"], r["n"]) for r in lake.rows(feed)) == [(1, 6), (2, 4)]
+
+
 @pytest.fixture(scope="module")
 def four_versions(spark, tmp_path_factory):
     """K = 2, 8 buckets: v1 writes every bucket, v2..v4 rewrite only key 1's bucket."""
