@@ -20,6 +20,17 @@ from lakecompact.report import seconds_since, warn
 from lakecompact.views import DIALECTS
 
 
+def _quiet_query_errors(args: argparse.Namespace) -> None:
+    """PySpark logs a failed query's error with its JVM stack trace, as JSON on stderr, as it raises it; a command
+    says it in one line (main). Unless --debug."""
+    from pyspark.logger import PySparkLogger
+
+    if not args.debug:
+        for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+            # made as PySpark makes them: it logs to them with arguments of its own
+            PySparkLogger.getLogger(name).disabled = True
+
+
 class Context:
     """What a command runs with: the validated config, and a Spark session started only when asked for."""
 
@@ -36,6 +47,7 @@ class Context:
     def spark(self):
         from lakecompact.spark import create_session
 
+        _quiet_query_errors(self.args)
         return create_session(self.config, wait=not self.args.no_wait, verbose=self.args.verbose, one_shot=True)
 
     def outage(self, error: BaseException):
@@ -87,6 +99,7 @@ def _run(args, context: Context) -> None:
     from lakecompact.service.loop import run
     from lakecompact.spark import create_session
 
+    _quiet_query_errors(args)
     spark = create_session(context.config, wait=not args.no_wait, verbose=args.verbose, scheduler_pools=True)
     run(spark, context.config, debug=args.debug)
 

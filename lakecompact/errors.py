@@ -56,6 +56,10 @@ class MetastoreBusy(LakecompactError):
         )
 
 
+class JvmStartFailed(LakecompactError):
+    """The Spark driver's JVM did not start (an option it refuses, too little memory, no Java)."""
+
+
 class ServiceUnavailable(LakecompactError):
     """A service lakecompact needs did not answer within the time allowed; rerun once it is back."""
 

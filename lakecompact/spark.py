@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 from py4j.java_gateway import JavaClass
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
 from lakecompact import class_archive, metastore_guard, thrift_metastore
 from lakecompact.config import Config
+from lakecompact.errors import JvmStartFailed
 
 LOG4J_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
 # jars for the Kafka and Avro sources, fetched by scripts/stack/install.sh; clusters use --packages instead.
@@ -92,8 +95,10 @@ def session_conf(
         # master the job's tasks run in this JVM, so the job is only its scheduling (~0.1 s a read)
         conf["spark.sql.sources.parallelPartitionDiscovery.threshold"] = "100000"
         # the whole job in one JVM on a few cores: G1's concurrent threads take cores the tasks need
-        # (measured on 2 cores: 10-20% off a land/compact/read cycle)
-        java_options.append("-XX:+UseParallelGC")
+        # (measured on 2 cores: 10-20% off a land/compact/read cycle). Not when the user chose a collector: the
+        # JVM refuses to start with two ("Multiple garbage collectors selected")
+        if not re.search(r"-XX:\+Use\w+GC\b", config.spark.conf.get(DRIVER_JAVA_OPTIONS, "")):
+            java_options.append("-XX:+UseParallelGC")
         if one_shot:
             # a command's JVM ends before C2's compilations pay off, and on a few cores they take a core from the
             # tasks. Measured on 2 cores, whole processes, 200,000 rows and a 20,000-event change: land of the
@@ -105,7 +110,8 @@ def session_conf(
     user_conf = dict(config.spark.conf)
     if DRIVER_JAVA_OPTIONS in user_conf:
         # added after lakecompact's rather than in their place: where two options conflict the JVM takes the
-        # last (the user's), and the rest (class archive, log4j, GC) still apply
+        # last (the user's; the collector, which the JVM takes only once, is left out above), and the rest
+        # (class archive, log4j) still apply
         java_options.append(user_conf.pop(DRIVER_JAVA_OPTIONS))
     if java_options:
         conf[DRIVER_JAVA_OPTIONS] = " ".join(java_options)
@@ -156,7 +162,16 @@ def create_session(
         builder = builder.config("spark.scheduler.mode", "FAIR")  # before session_conf: the user's setting wins
     for key, value in session_conf(config, verbose=verbose, archive_options=archive_options, one_shot=one_shot).items():
         builder = builder.config(key, value)
-    spark = builder.enableHiveSupport().getOrCreate()
+    try:
+        spark = builder.enableHiveSupport().getOrCreate()
+    except PySparkRuntimeError as error:
+        if error.getCondition() != "JAVA_GATEWAY_EXITED":
+            raise
+        given = config.spark.conf.get(DRIVER_JAVA_OPTIONS)
+        expected = (f"Java options and memory it accepts in [spark.conf] ({DRIVER_JAVA_OPTIONS} = {given!r} there)"
+                    if given else "Java 17 (scripts/setup.sh installs it) and memory it accepts in [spark.conf]")
+        raise JvmStartFailed(
+            f"the Spark driver's JVM exited as it started (its own message is above): expected {expected}") from None
     spark.sparkContext.setLogLevel(os.environ.get("LAKECOMPACT_SPARK_LOG_LEVEL", "WARN" if verbose else "ERROR"))
     return spark
 

@@ -31,6 +31,10 @@ def lakecompact(config: Path, *args: str, kill_at: str | None = None) -> subproc
     )
 
 
+# what the JVM prints as Spark 4 starts it (--add-modules jdk.incubator.vector), before any command of ours runs
+JVM_INCUBATOR_WARNING = "WARNING: Using incubator modules: jdk.incubator.vector"
+
+
 def minimal_config(tmp_path: Path, extra: str = "") -> Path:
     config = tmp_path / "lakecompact.toml"
     config.write_text(
@@ -67,6 +71,27 @@ def test_bad_config_exits_non_zero_naming_the_key(tmp_path, extra, section, key,
     assert message.startswith("lakecompact: error:"), result.stderr
     assert key in message and expected in message, message
     assert "Traceback" not in result.stderr
+
+
+def test_java_options_the_jvm_refuses_are_one_line_naming_them(tmp_path):
+    """The JVM prints why (a thread stack size it cannot read here), then exits before Spark's gateway answers:
+    one line of ours names the option given, no Python traceback."""
+    config = minimal_config(tmp_path, '[spark.conf]\n"spark.driver.extraJavaOptions" = "-Xss1q"\n')
+    result = lakecompact(config, "sql", "SELECT 1")
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and "Invalid thread stack size: -Xss1q" in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "lakecompact: error: the Spark driver's JVM exited as it started (its own message is above): expected Java "
+        "options and memory it accepts in [spark.conf] (spark.driver.extraJavaOptions = '-Xss1q' there)")
+
+
+def test_a_query_of_a_table_that_is_not_there_is_one_line(tmp_path):
+    """Not also PySpark's log of the error, a JSON record with the JVM's stack trace."""
+    result = lakecompact(minimal_config(tmp_path), "sql", "SELECT * FROM lake.nope")
+    assert result.returncode == 4, result.stderr  # QueryError
+    said = [line for line in result.stderr.splitlines() if line != JVM_INCUBATOR_WARNING]
+    assert len(said) == 1 and said[0].startswith("lakecompact: error: sql: [TABLE_OR_VIEW_NOT_FOUND] The table or "
+                                                 "view `lake`.`nope` cannot be found."), result.stderr
 
 
 @pytest.mark.parametrize("command", [c.name for c in COMMANDS])

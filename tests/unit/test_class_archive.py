@@ -65,6 +65,17 @@ def test_the_drivers_java_options_of_the_config_are_added_after_lakecompacts_and
     assert level == "4"
 
 
+def test_a_garbage_collector_of_the_config_takes_the_place_of_lakecompacts():
+    """The JVM takes one collector only: given two, it refuses to start ("Multiple garbage collectors selected")."""
+    assert "-XX:+UseParallelGC" in _driver_options(one_shot=True).split()
+    combined = _driver_options(one_shot=True, spark_conf={"spark.driver.extraJavaOptions": "-XX:+UseSerialGC"})
+    assert "-XX:+UseParallelGC" not in combined.split() and combined.split()[-1] == "-XX:+UseSerialGC"
+    flags = _java(*combined.split(), "-XX:+PrintFlagsFinal")
+    assert flags.returncode == 0, flags.stderr
+    values = {line.split()[1]: line.split()[3] for line in flags.stdout.splitlines() if len(line.split()) > 3}
+    assert (values["UseSerialGC"], values["UseParallelGC"]) == ("true", "false")
+
+
 def test_a_one_shot_commands_jvm_compiles_with_c1_and_keeps_the_full_code_cache():
     """C1 alone shrinks the code cache's default to 48 MB, which a command of many queries filled: a task of the
     demo died with "Out of space in CodeCache for adapters"."""
