@@ -19,6 +19,8 @@ LOG4J_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
 # jars for the Kafka and Avro sources, fetched by scripts/stack/install.sh; clusters use --packages instead.
 STACK_JARS = Path(__file__).resolve().parent.parent / ".stack" / "jars"
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+# a Java option that selects the garbage collector (not one that tunes it, such as -XX:+UseGCOverheadLimit)
+CHOSEN_COLLECTOR = re.compile(r"-XX:\+Use(Serial|Parallel|G1|Z|Shenandoah|Epsilon)GC\b")
 
 
 def jvm_class(spark: SparkSession, name: str):
@@ -97,7 +99,7 @@ def session_conf(
         # the whole job in one JVM on a few cores: G1's concurrent threads take cores the tasks need
         # (measured on 2 cores: 10-20% off a land/compact/read cycle). Not when the user chose a collector: the
         # JVM refuses to start with two ("Multiple garbage collectors selected")
-        if not re.search(r"-XX:\+Use\w+GC\b", config.spark.conf.get(DRIVER_JAVA_OPTIONS, "")):
+        if not CHOSEN_COLLECTOR.search(config.spark.conf.get(DRIVER_JAVA_OPTIONS, "")):
             java_options.append("-XX:+UseParallelGC")
         if one_shot:
             # a command's JVM ends before C2's compilations pay off, and on a few cores they take a core from the

@@ -68,6 +68,8 @@ def test_the_drivers_java_options_of_the_config_are_added_after_lakecompacts_and
 def test_a_garbage_collector_of_the_config_takes_the_place_of_lakecompacts():
     """The JVM takes one collector only: given two, it refuses to start ("Multiple garbage collectors selected")."""
     assert "-XX:+UseParallelGC" in _driver_options(one_shot=True).split()
+    tuned = _driver_options(one_shot=True, spark_conf={"spark.driver.extraJavaOptions": "-XX:+UseAdaptiveSizePolicyWithSystemGC"})
+    assert "-XX:+UseParallelGC" in tuned.split()  # an option that tunes the collector does not choose one
     combined = _driver_options(one_shot=True, spark_conf={"spark.driver.extraJavaOptions": "-XX:+UseSerialGC"})
     assert "-XX:+UseParallelGC" not in combined.split() and combined.split()[-1] == "-XX:+UseSerialGC"
     flags = _java(*combined.split(), "-XX:+PrintFlagsFinal")
