@@ -24,6 +24,13 @@ def _java(*options: str) -> subprocess.CompletedProcess:
                           check=False, timeout=120)
 
 
+def _flags(options: str) -> dict[str, str]:
+    """The flags of a real JVM started with these options (-XX:+PrintFlagsFinal): name -> value."""
+    flags = _java(*options.split(), "-XX:+PrintFlagsFinal")
+    assert flags.returncode == 0, flags.stderr
+    return {line.split()[1]: line.split()[3] for line in flags.stdout.splitlines() if len(line.split()) > 3}
+
+
 def _driver_options(one_shot: bool = False, spark_conf: dict | None = None) -> str:
     config = config_module.from_dict({"warehouse": "/tmp/w", "source": {"kind": "files", "paths": ["/tmp/e"]},
                                       "spark": {"conf": spark_conf or {}}})
@@ -59,10 +66,7 @@ def test_the_drivers_java_options_of_the_config_are_added_after_lakecompacts_and
     combined = _driver_options(one_shot=True, spark_conf={"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=4 -Dlake.x=1"})
     assert combined.split() == [*ours, "-XX:TieredStopAtLevel=4", "-Dlake.x=1"]
     # the JVM takes the last of two conflicting options: the user's full JIT, not lakecompact's C1 only
-    flags = _java(*combined.split(), "-XX:+PrintFlagsFinal")
-    assert flags.returncode == 0, flags.stderr
-    [level] = [line.split()[3] for line in flags.stdout.splitlines() if line.split()[1:2] == ["TieredStopAtLevel"]]
-    assert level == "4"
+    assert _flags(combined)["TieredStopAtLevel"] == "4"
 
 
 def test_a_garbage_collector_of_the_config_takes_the_place_of_lakecompacts():
@@ -72,18 +76,14 @@ def test_a_garbage_collector_of_the_config_takes_the_place_of_lakecompacts():
     assert "-XX:+UseParallelGC" in tuned.split()  # an option that tunes the collector does not choose one
     combined = _driver_options(one_shot=True, spark_conf={"spark.driver.extraJavaOptions": "-XX:+UseSerialGC"})
     assert "-XX:+UseParallelGC" not in combined.split() and combined.split()[-1] == "-XX:+UseSerialGC"
-    flags = _java(*combined.split(), "-XX:+PrintFlagsFinal")
-    assert flags.returncode == 0, flags.stderr
-    values = {line.split()[1]: line.split()[3] for line in flags.stdout.splitlines() if len(line.split()) > 3}
+    values = _flags(combined)
     assert (values["UseSerialGC"], values["UseParallelGC"]) == ("true", "false")
 
 
 def test_a_one_shot_commands_jvm_compiles_with_c1_and_keeps_the_full_code_cache():
     """C1 alone shrinks the code cache's default to 48 MB, which a command of many queries filled: a task of the
     demo died with "Out of space in CodeCache for adapters"."""
-    flags = _java(*_driver_options(one_shot=True).split(), "-XX:+PrintFlagsFinal")
-    assert flags.returncode == 0, flags.stderr
-    values = {line.split()[1]: line.split()[3] for line in flags.stdout.splitlines() if len(line.split()) > 3}
+    values = _flags(_driver_options(one_shot=True))
     assert values["TieredStopAtLevel"] == "1"
     assert int(values["ReservedCodeCacheSize"]) == 240 * 1024 * 1024
 
