@@ -34,10 +34,10 @@ class FileRange:
         return FileRange(value["path"], value["start"], value["end"], value["size"], value.get("whole", False))
 
 
-def _file_path():
-    """Spark's `_metadata.file_path` in Hadoop's spelling: URI escapes decoded (a '+' stays a '+'),
-    and `file:/`, so it matches the paths the glob listed."""
-    escaped = F.regexp_replace(F.col("_metadata.file_path"), "^file:///", "file:/")
+def _file_path(spelled: Column | None = None):
+    """Spark's `_metadata.file_path` (or `spelled`, a column of it) in Hadoop's spelling: URI escapes decoded (a '+'
+    stays a '+'), and `file:/`, so it matches the paths the glob listed."""
+    escaped = F.regexp_replace(F.col("_metadata.file_path") if spelled is None else spelled, "^file:///", "file:/")
     return F.url_decode(F.replace(escaped, F.lit("+"), F.lit("%2B")))
 
 
@@ -59,10 +59,15 @@ def _whole_files(spark: SparkSession, paths: list[str]) -> DataFrame:
                        F.is_valid_utf8("value").alias("utf8"))
 
 
+def _text(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """Every line as it streams in, split on "\\n" only, as kcat writes them."""
+    return spark.read.text(paths, lineSep="\n")
+
+
 def _streamed(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """Every line as it streams in (split on "\\n" only, as kcat writes them), with the file split it came from
-    and a row id that grows line by line within a split."""
-    return spark.read.text(paths, lineSep="\n").select(
+    """Every line as it streams in, with the file split it came from and a row id that grows line by line within
+    a split."""
+    return _text(spark, paths).select(
         _file_path().alias("path"),
         F.col("_metadata.file_size").alias("file_size"),
         F.col("_metadata.file_block_start").alias("block"),
@@ -142,8 +147,10 @@ def _line_counts(spark: SparkSession, storage: Storage, found: dict[str, int]) -
         ).collect()  # one row per file
         counts += [_LineCount(row.path, row.file_size, row.terminated, row.tail) for row in rows]
     if big:
-        rows = _streamed(spark, big).groupBy("path").agg(
-            F.count("*").alias("lines"), F.max("file_size").alias("file_size")).collect()  # one row per file
+        # grouped by the path as Spark spells it, each file's spelling turned into the glob's once, not per line
+        rows = _text(spark, big).groupBy(F.col("_metadata.file_path").alias("spelled")).agg(
+            F.count("*").alias("lines"), F.max("_metadata.file_size").alias("file_size"),
+        ).select(_file_path(F.col("spelled")).alias("path"), "lines", "file_size").collect()  # one row per file
         # Spark read up to the size it listed: the byte before it says whether that last line was finished
         unended = {row.path for row in rows
                    if storage.byte_at(_same_path(row.path, found), row.file_size - 1) != ord("\n")}
