@@ -34,7 +34,7 @@ class FileRange:
         return FileRange(value["path"], value["start"], value["end"], value["size"], value.get("whole", False))
 
 
-def _file_path(spelled: Column | None = None):
+def _file_path(spelled: Column | None = None) -> Column:
     """Spark's `_metadata.file_path` (or `spelled`, a column of it) in Hadoop's spelling: URI escapes decoded (a '+'
     stays a '+'), and `file:/`, so it matches the paths the glob listed."""
     escaped = F.regexp_replace(F.col("_metadata.file_path") if spelled is None else spelled, "^file:///", "file:/")
