@@ -326,8 +326,9 @@ class Compactor:
         """Base N+1's rows of the target buckets, with their `__bucket`, in partitions that each hold few
         buckets, so that a bucket gets few files, without shuffling the whole base: the carried base rows stay
         in the scan's partitions (a scan task reads whole files, so a bucket gets one file per task that read
-        its files: one, unless its files outgrow a split); only the resolved rows, as many as the change, are
-        shuffled to their bucket (one file each)."""
+        its files: one, unless its files outgrow a split); only the rows of the keys the change touches are
+        shuffled to their bucket (one file each), resolved where they meet (without a truncate; with one, they
+        meet by key and the resolved rows are shuffled to their bucket)."""
         keyless = self.schema.keyless
         context = semantics_context(
             self.schema, base="{base}", increments="{increments}", live_only=False,

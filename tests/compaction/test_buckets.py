@@ -108,3 +108,30 @@ def test_second_compaction_rewrites_only_the_touched_buckets(lake, monkeypatch):
     assert sorted(bucket_of_keys(lake).items()) == sorted(bucket.items())
     deleted = lake.rows(f"SELECT id FROM `{lake.database}`.`{T}_base` WHERE __deleted")
     assert deleted == [{"id": first_bucket[1]}]
+
+
+def test_the_touched_keys_are_shuffled_once_to_their_bucket(lake, monkeypatch):
+    """Keyed, without a truncate: the rows of the keys a change touches meet in their bucket's partition, are
+    resolved there and written from there; one shuffle, not one by key and another of the resolved rows."""
+    from lakecompact.compaction import compact as compact_module
+
+    lake.configure(defaults={"buckets": BUCKETS})
+    pg = Topic("pg.public.items", [("id", INT), ("name", TEXT)], ["id"])
+    state = {i: f"n{i}" for i in KEYS}
+    lake.write([pg.event("c", {"id": i, "name": n}, 1000 + i) for i, n in state.items()])
+    lake.land()
+    lake.compact()
+    lake.write([pg.event("u", {"id": i, "name": f"n{i} v2"}, 5000 + i) for i in KEYS if i % 3 == 0])
+    lake.land()
+    state.update({i: f"n{i} v2" for i in KEYS if i % 3 == 0})
+
+    plans = []
+    write_rows = compact_module.Compactor._write_rows
+    monkeypatch.setattr(compact_module.Compactor, "_write_rows", lambda self, rows, plan, version: plans.append(
+        rows._jdf.queryExecution().executedPlan().toString()) or write_rows(self, rows, plan, version))
+    [second] = lake.compact()
+    assert second.version == 2 and second.buckets_rewritten == BUCKETS
+    [executed] = plans
+    shuffles = [line.strip() for line in executed.splitlines() if "Exchange hashpartitioning" in line]
+    assert len(shuffles) == 1 and "__bucket_of" in shuffles[0], executed
+    assert view_state(lake) == state

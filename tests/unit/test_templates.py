@@ -96,6 +96,15 @@ def test_template_parses(template, dialect):
 
 
 @pytest.mark.parametrize("dialect", ["spark", "hive"])
+def test_version_rows_without_a_truncate_group_by_bucket_and_parse(dialect):
+    rendered = sql.render("version_rows.sql.j2", **{**contexts()["version_rows.sql.j2"], "no_truncate": True})
+    assert sqlglot.parse_one(rendered, read=dialect) is not None
+    # distributed once, by bucket, before the rows are grouped; the write adds no shuffle of its own
+    assert rendered.count("REPARTITION(") == 1
+    assert re.search(r"REPARTITION\(2, __bucket_of\).*GROUP BY `id`, __bucket_of", rendered, re.DOTALL)
+
+
+@pytest.mark.parametrize("dialect", ["spark", "hive"])
 def test_the_bucket_clause_parses(dialect):
     rendered = sql.render("clauses/bucket.sql.j2", key=["id", "region"], bucket_count=8)
     assert _collapse(rendered) == "pmod(xxhash64(`id`, `region`), 8)"
