@@ -24,6 +24,7 @@ from lakecompact import crashpoints, sql
 from lakecompact.catalog import VERSION_PROPERTY, Catalog, TablePaths
 from lakecompact.compaction import changes
 from lakecompact.compaction.manifest import MARKER_BUCKET, Manifest, Manifests
+from lakecompact.compaction.spread import bucket_spread
 from lakecompact.config import Config
 from lakecompact.errors import LockHeld, MissingFile, MissingIncrement, RollbackError
 from lakecompact.identifiers import column_list
@@ -341,6 +342,7 @@ class Compactor:
             bucket_count=plan.bucket_count, chunk=version if keyless else None, marker_bucket=MARKER_BUCKET,
             truncated=plan.truncated, tombstone_cutoff=self._tombstone_cutoff(), partitions=max(len(plan.target), 1),
             written=[*self._base_schema().fieldNames(), "__bucket"], deltas=plan.deltas, delta_offset=DELTA_BUCKETS_FROM,
+            spread=bucket_spread(plan.bucket_count, plan.target, DELTA_BUCKETS_FROM) if not keyless else [],
         )
         return self.spark.sql(query, base=base, increments=increments, **({} if touched is None else {"touched": touched}))
 

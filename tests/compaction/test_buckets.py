@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pyspark.sql import functions as F
+
 from lakecompact.catalog import Catalog
 from tests.support.debezium import INT, TEXT, Topic
 
@@ -125,13 +127,23 @@ def test_the_touched_keys_are_shuffled_once_to_their_bucket(lake, monkeypatch):
     lake.land()
     state.update({i: f"n{i} v2" for i in KEYS if i % 3 == 0})
 
-    plans = []
-    write_rows = compact_module.Compactor._write_rows
-    monkeypatch.setattr(compact_module.Compactor, "_write_rows", lambda self, rows, plan, version: plans.append(
-        rows._jdf.queryExecution().executedPlan().toString()) or write_rows(self, rows, plan, version))
+    plans, placed = [], []
+
+    def write_rows(self, rows, plan, version):
+        plans.append(rows._jdf.queryExecution().executedPlan().toString())
+        # the resolved rows come first, in the shuffle's partitions (the carried ones follow, where they were read)
+        placed.extend(rows.where(F.spark_partition_id() < len(plan.target)).groupBy(F.spark_partition_id())
+                      .agg(F.collect_set("__bucket").alias("buckets")).collect())
+        return original(self, rows, plan, version)
+
+    original = compact_module.Compactor._write_rows
+    monkeypatch.setattr(compact_module.Compactor, "_write_rows", write_rows)
     [second] = lake.compact()
     assert second.version == 2 and second.buckets_rewritten == BUCKETS
     [executed] = plans
     shuffles = [line.strip() for line in executed.splitlines() if "Exchange hashpartitioning" in line]
     assert len(shuffles) == 1 and "__bucket_of" in shuffles[0], executed
+    # each bucket resolved and written by a task of its own: hashed as they are, buckets 0-7 would fill 4 partitions
+    assert sorted(len(row.buckets) for row in placed) == [1] * BUCKETS
+    assert sorted(b for row in placed for b in row.buckets) == list(range(BUCKETS))
     assert view_state(lake) == state

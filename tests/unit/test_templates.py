@@ -20,6 +20,7 @@ from sqlglot import exp
 
 from lakecompact import sql
 from lakecompact.compaction.changes import _compares_as_value
+from lakecompact.compaction.spread import bucket_spread
 from lakecompact.schema.connect import Field
 from lakecompact.schema.model import DELTA_BUCKETS_FROM, META_COLUMNS, TableSchema
 from lakecompact.semantics import semantics_context
@@ -64,6 +65,7 @@ def contexts() -> dict[str, dict]:
             "marker_bucket": -1, "truncated": False, "tombstone_cutoff": "2026-11-24T10:00:00+00:00",
             "partitions": 2, "written": SCHEMA.column_names + [name for name, _ in META_COLUMNS] + ["__bucket"],
             "deltas": (1, 5), "delta_offset": DELTA_BUCKETS_FROM,
+            "spread": bucket_spread(8, (DELTA_BUCKETS_FROM + 1, DELTA_BUCKETS_FROM + 5), DELTA_BUCKETS_FROM),
         },
         "shadowed_rows.sql.j2": {"kept": "k", "delta": "d", "touched": "t", "key": ["id"]},
         "touched_keys.sql.j2": {"events": "i", "key": ["id"]},
