@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
-from lakecompact.compaction.spread import bucket_spread, hash_partition, partition_values, spark_hash
+from lakecompact.compaction.spread import bucket_spread, preimage, spark_hash
 from lakecompact.schema.model import DELTA_BUCKETS_FROM
 
 VALUES = [0, 1, 7, 42, -1, -42, 2**31 - 1, -(2**31), 2**31, 2**32 + 5, 2**63 - 1, -(2**63), 1_000_003]
@@ -19,10 +19,21 @@ def test_spark_hash_is_sparks_and_sends_each_value_where_repartition_does(spark)
     assert {row.v: row.h for row in rows} == {v: spark_hash(v) for v in VALUES}
     # REPARTITION(n, c) itself, not only hash(): where each written bucket's value lands
     for partitions in (3, 8, 13):
-        values = list(partition_values(partitions))
+        values = [preimage(n) for n in range(partitions)]
         landed = spark.createDataFrame([(v,) for v in values], "v BIGINT").repartition(partitions, "v") \
             .select("v", F.spark_partition_id().alias("p")).collect()
         assert {row.v: row.p for row in landed} == {v: n for n, v in enumerate(values)}
+
+
+def test_preimage_undoes_spark_hash():
+    for hashed in [0, 1, 2, 7, 1000, 2**20 + 3, 2**31 - 1]:
+        value = preimage(hashed)
+        assert 0 <= value < 2**32 and spark_hash(value) == hashed
+
+
+def hash_partition(value: int, partitions: int) -> int:
+    """Where REPARTITION(partitions, c) sends a BIGINT c of this value: pmod(hash(c), partitions)."""
+    return spark_hash(value) % partitions
 
 
 @pytest.mark.parametrize("bucket_count", [1, 4, 8, 16, 64, 256])
