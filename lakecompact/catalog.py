@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -137,6 +138,16 @@ class Catalog:
     def ensure_database(self) -> None:
         self.storage.mkdirs(self.root)
         self.run("create_database.sql.j2", location=self.root)
+
+    def ensure_database_meanwhile(self) -> Future[None]:
+        """`ensure_database` in a thread of its own. A process's first metastore call starts the metastore client
+        (~2 s in a new JVM, more when it makes an embedded metastore's tables): the caller does what needs only the
+        files meanwhile, and waits on the future before its first metastore call."""
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metastore")
+        try:
+            return executor.submit(self.ensure_database)
+        finally:
+            executor.shutdown(wait=False)  # its one thread ends with the call
 
     # -- schemas ---------------------------------------------------------------------------------
     def _schema_state(self, table: str) -> VersionedState:

@@ -13,6 +13,8 @@ import json
 import time
 import typing
 from collections.abc import Callable
+from concurrent import futures
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
@@ -103,6 +105,7 @@ class Landing:
         self.state = VersionedState(self.storage, f"{self.catalog.root}/_state/land")
         self.intent_path = f"{self.catalog.root}/_state/land-intent.json"
         self._delete_forms: dict[str, str | None] = {}  # table -> DELETE_FORM_PROPERTY as stored, read once a run
+        self._database: Future[None] | None = None  # ensure_database, while a run plans and reads its batch
 
     def run(self, requeue: str | None = None, *, table: str | None = None, quiet_when_idle: bool = False) -> LandReport:
         """Land what is new at the source, or (`requeue`) what that table's quarantine holds; one lander at a time.
@@ -110,15 +113,25 @@ class Landing:
         new (`run` lands every few seconds)."""
         if table:
             check_one_table_landing(self.config)
-        self.catalog.ensure_database()
+        # planned and read meanwhile (files and Spark jobs only): a new process's first metastore call takes seconds
+        self._database = database = self.catalog.ensure_database_meanwhile()
         lock = f"{self.catalog.root}/_state/land.lock"
-        with exclusive_lock(self.storage, lock, f"database {self.config.database} is being landed into",
-                            lease_seconds=self.config.locks.lease_seconds):
-            return self._run(requeue, table, quiet_when_idle)
+        try:
+            with exclusive_lock(self.storage, lock, f"database {self.config.database} is being landed into",
+                                lease_seconds=self.config.locks.lease_seconds):
+                return self._run(requeue, table, quiet_when_idle)
+        finally:
+            futures.wait([database])  # its error is raised where the run needs the database, not over another
+
+    def _metastore_ready(self) -> None:
+        """Before the run's first metastore call: the database exists, and the views are this version's."""
+        if self._database is not None:
+            database, self._database = self._database, None
+            database.result()
+            self._refresh_views()
 
     def _run(self, requeue: str | None, table: str | None, quiet_when_idle: bool) -> LandReport:
         started = time.monotonic()
-        self._refresh_views()
         number, state = self.state.latest()
         state = state or {"batch": 0, "files": {}, "kafka": {}}
         intent = self._pending_intent(state)
@@ -127,6 +140,7 @@ class Landing:
         else:
             intent = self._plan_requeue(state, requeue) if requeue else self._plan(state, table)
             if intent is None:
+                self._metastore_ready()
                 if not quiet_when_idle:
                     say(f"land: nothing new to land ({seconds_since(started)})")
                 return LandReport()
@@ -281,14 +295,15 @@ class Landing:
 
     def _land_read(self, intent: dict, read: DataFrame) -> LandReport:
         batch, hour = intent["batch"], intent["hour"]
-        for table in self.catalog.tables():
-            apply.retry_hooks(self.catalog, self.config, table)
 
         @functools.cache
         def as_came() -> DataFrame:  # the batch as it came, planned (its files listed) only for what is quarantined
             return decode.split_message(self._read(intent))
 
         groups, not_events = self._groups(read)
+        self._metastore_ready()
+        for table in self.catalog.tables():
+            apply.retry_hooks(self.catalog, self.config, table)
         report = LandReport(batch=batch, events_in=sum(g.events for g in groups))
         # only what may hold rows: most batches quarantine nothing, and then no quarantine is written at all
         quarantine: list[tuple[str | None, DataFrame]] = [(None, self._line_quarantine(as_came()))] if not_events else []

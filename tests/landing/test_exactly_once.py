@@ -4,6 +4,7 @@ next run without losing or doubling an event (DESIGN "Commit protocols: Landing"
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -214,6 +215,34 @@ def test_a_crashed_requeue_is_finished_by_the_next_land(lake, monkeypatch, crash
     assert not catalog.storage.list_names(catalog.paths(ITEMS).quarantine)
     assert offsets(lake, ITEMS) == [0, 0]  # each event once: partition 0, offset 0 of either file
     assert lake.view(ITEMS, order="id") == [{"id": 1, "name": "early"}, {"id": 2, "name": "n2"}]
+
+
+def test_the_database_is_made_while_the_batch_is_read_and_a_failure_there_lands_nothing(lake, monkeypatch):
+    """A new process's first metastore call takes seconds: the database is made in a thread of its own while the
+    batch is planned and read. Its failure stops the run before anything is created, registered or recorded."""
+    items, _ = topics()
+    lake.write([items.event("c", {"id": 1, "name": "n1"}, 101)])
+    seen = []
+    read = land_module.Landing._groups
+
+    def groups(frame):
+        seen.append("batch read")
+        return read(frame)
+
+    def database_down(self):
+        seen.append(f"database made in {threading.current_thread().name}")
+        raise Crash("the metastore is down")
+
+    monkeypatch.setattr(land_module.Landing, "_groups", staticmethod(groups))
+    with monkeypatch.context() as down:
+        down.setattr(Catalog, "ensure_database", database_down)
+        with pytest.raises(Crash, match="the metastore is down"):
+            lake.land()
+    assert seen[0].startswith("database made in metastore") and "batch read" in seen
+    assert Catalog(lake.spark, lake.config).schema(ITEMS) is None  # no table made, no increment registered
+    report = lake.land()
+    assert (report.batch, report.rows_out) == (1, {ITEMS: 1})  # the same batch, landed once
+    assert offsets(lake, ITEMS) == [0]
 
 
 def test_a_second_lander_exits_with_a_clear_message(lake):
