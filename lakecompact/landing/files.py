@@ -9,6 +9,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from lakecompact.errors import LakecompactError
 from lakecompact.identifiers import struct_type
 from lakecompact.storage import Storage
 
@@ -113,15 +114,11 @@ def _lines(spark: SparkSession, ranges: list[FileRange], unnumbered: list[FileRa
 
 
 def _unnumbered_lines(spark: SparkSession, ranges: list[FileRange]) -> DataFrame:
-    """The lines of files that each range holds whole, at the size it was planned at: a file that Spark finds longer
-    (appended to after `unchanged_whole` looked) fails the read with GREW_WHILE_READ, and reading it again numbers
-    its lines to take the planned ones."""
-    sizes = F.create_map(*[part for r in ranges for part in (F.lit(_normal(r.path)), F.lit(r.size))])[F.col("path")]
-    text = _streamed(spark, [r.path for r in ranges])
-    changed = F.raise_error(F.concat(F.lit(f"{GREW_WHILE_READ}: "), F.col("path")))
-    return text.select("path", F.lit(None).cast("bigint").alias("line_no"),
-                       F.when(F.col("file_size") != sizes, changed).otherwise(F.col("line")).alias("line"),
-                       F.is_valid_utf8("line").alias("utf8"))
+    """The lines of files that each range holds whole, without numbers: read so, a file must still be the size it was
+    planned at once its lines are read (require_still_planned)."""
+    text = _text(spark, [r.path for r in ranges])
+    return text.select(_file_path().alias("path"), F.lit(None).cast("bigint").alias("line_no"),
+                       F.col("value").alias("line"), F.is_valid_utf8("value").alias("utf8"))
 
 
 def _complete(line: Column) -> Column:
@@ -206,10 +203,21 @@ def unchanged_whole(storage: Storage, ranges: list[FileRange]) -> list[FileRange
     return [r for r in ranges if r.whole and r.size > WHOLE_FILE_BYTES and storage.size(r.path) == r.size]
 
 
+def require_still_planned(storage: Storage, unnumbered: list[FileRange]) -> None:
+    """Once the lines of `unnumbered` are read: each file still the size it was planned at. Files only grow, so it was
+    that size while Spark listed and read it. Grown, Spark may have read lines past the planned end (a split reads
+    on to the end of the line that starts at its end, and its last split ends where the listing saw the file end):
+    GREW_WHILE_READ, and the batch is read again with line numbers."""
+    grown = [r.path for r in unnumbered if storage.size(r.path) != r.size]
+    if grown:
+        raise LakecompactError(f"{GREW_WHILE_READ}: {', '.join(grown)}")
+
+
 def read(spark: SparkSession, ranges: list[FileRange], unnumbered: list[FileRange] | None = None) -> DataFrame:
     """The raw events of the planned lines: Kafka coordinates, key and payload texts, and where they came from.
     `unnumbered` (of `unchanged_whole`): ranges read whole without numbering their lines, one pass over the file
-    instead of two; their `__origin` is null (for a batch kept without what the quarantine reads)."""
+    instead of two; their `__origin` is null (for a batch kept without what the quarantine reads), and once they are
+    read the caller checks `require_still_planned`."""
     unnumbered = unnumbered or []
     numbered = [r for r in ranges if r not in unnumbered]
     in_range = F.col("line_no").isNull()  # a line of an unnumbered range

@@ -267,9 +267,9 @@ class Landing:
             kafka_offsets[topic_partition] = bounds["end"]
         return {"batch": intent["batch"], "files": landed_files, "kafka": kafka_offsets}
 
-    def _read(self, intent: dict, *, one_pass: bool = False) -> DataFrame:
-        """The batch's raw events. `one_pass`: the big files that the batch holds whole, unchanged since planned,
-        are read without numbering their lines, so their `__origin` is null (files.unchanged_whole)."""
+    def _read(self, intent: dict, unnumbered: list[files.FileRange] | None = None) -> DataFrame:
+        """The batch's raw events. `unnumbered` (of files.unchanged_whole): ranges whose lines are read without
+        numbers, so their `__origin` is null."""
         if "requeue" in intent:
             quarantined = self.spark.read.schema(QUARANTINE_SCHEMA).parquet(*intent["requeue"]["folders"])
             return quarantined.select(
@@ -277,30 +277,34 @@ class Landing:
             )
         if "files" in intent:
             ranges = [files.FileRange.from_json(r) for r in intent["files"]]
-            return files.read(self.spark, ranges, files.unchanged_whole(self.storage, ranges) if one_pass else None)
+            return files.read(self.spark, ranges, unnumbered)
         from lakecompact.landing import kafka
 
         return kafka.read(self.spark, self.config.source, intent["kafka"])
 
     # -- the batch itself ------------------------------------------------------------------------
     def _land(self, intent: dict, *, one_pass: bool = True) -> LandReport:
-        """`one_pass`: as in `_read`, for the batch kept in memory (which needs no origins)."""
+        """`one_pass`: the big files that the batch holds whole, unchanged since planned, are read in one pass
+        without numbering their lines (the batch kept in memory needs no origins)."""
+        ranges = [files.FileRange.from_json(r) for r in intent.get("files", [])]
+        unnumbered = files.unchanged_whole(self.storage, ranges) if one_pass else []
         # read and parsed once for the batch, and kept in memory without the texts only the quarantine reads:
         # what is quarantined (most batches have nothing) is read from the source again, texts and all
-        read = decode.without_texts(decode.split_message(self._read(intent, one_pass=one_pass))).persist()
+        read = decode.without_texts(decode.split_message(self._read(intent, unnumbered))).persist()
         try:
-            return self._land_read(intent, read)
+            return self._land_read(intent, read, unnumbered)
         finally:
             read.unpersist()
 
-    def _land_read(self, intent: dict, read: DataFrame) -> LandReport:
+    def _land_read(self, intent: dict, read: DataFrame, unnumbered: list[files.FileRange]) -> LandReport:
         batch, hour = intent["batch"], intent["hour"]
 
         @functools.cache
         def as_came() -> DataFrame:  # the batch as it came, planned (its files listed) only for what is quarantined
             return decode.split_message(self._read(intent))
 
-        groups, not_events = self._groups(read)
+        groups, not_events = self._groups(read)  # the pass that reads the batch into memory
+        files.require_still_planned(self.storage, unnumbered)
         self._metastore_ready()
         for table in self.catalog.tables():
             apply.retry_hooks(self.catalog, self.config, table)

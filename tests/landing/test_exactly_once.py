@@ -344,3 +344,27 @@ def test_a_big_file_that_grows_after_its_batch_is_planned_lands_the_planned_line
     assert offsets(lake, ITEMS) == [0, 1, 2, 3, 4, 5]  # kcat offsets, each once
     assert [row["id"] for row in lake.view(ITEMS, order="id")] == [1, 2, 3, 4, 5]
     assert lake.view(ITEMS, order="id")[0] == {"id": 1, "name": "later"}
+
+
+def test_a_big_file_that_grows_after_spark_listed_it_lands_the_planned_lines(lake, monkeypatch):
+    """Spark reads a text file's last split up to the size it listed and then one line more (a split reads the line
+    that starts at its end; the next split skips it): a line appended after the listing must not join the batch that
+    read the file in one pass without line numbers."""
+    monkeypatch.setattr(files, "WHOLE_FILE_BYTES", 0)  # every file counts as big
+    items, _ = topics()
+    path = lake.write([items.event("c", {"id": i, "name": f"n{i}"}, 100 + i) for i in (1, 2, 3)], name="big.jsonl")
+    listed, appended = files._unnumbered_lines, []
+
+    def appending_after_the_listing(spark, ranges):
+        lines = listed(spark, ranges)  # Spark has listed the file at the size it was planned at...
+        if not appended:  # ...then kcat appends, before the tasks read it
+            lake.write([items.event("u", {"id": 1, "name": "later"}, 200)], name=path.name)
+            appended.append([r.path for r in ranges])
+        return lines
+
+    monkeypatch.setattr(files, "_unnumbered_lines", appending_after_the_listing)
+    report = lake.land()
+    assert appended and report.batch == 1 and report.rows_out == {ITEMS: 3}  # the planned lines only
+    assert offsets(lake, ITEMS) == [0, 1, 2]
+    assert lake.land().rows_out == {ITEMS: 1}  # the appended line, in the next batch
+    assert [batch for *_, batch in increments(lake, ITEMS)] == [1, 1, 1, 2]
