@@ -70,7 +70,6 @@ def _streamed(spark: SparkSession, paths: list[str]) -> DataFrame:
     a split."""
     return _text(spark, paths).select(
         _file_path().alias("path"),
-        F.col("_metadata.file_size").alias("file_size"),
         F.col("_metadata.file_block_start").alias("block"),
         F.monotonically_increasing_id().alias("row"),
         F.col("value").alias("line"),
