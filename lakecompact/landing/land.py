@@ -276,8 +276,7 @@ class Landing:
                 *decode.RAW_COLUMNS, F.lit(None).cast("string").alias("__line_reason"), F.col("payload").alias("__line")
             )
         if "files" in intent:
-            ranges = [files.FileRange.from_json(r) for r in intent["files"]]
-            return files.read(self.spark, ranges, unnumbered)
+            return files.read(self.spark, _file_ranges(intent), unnumbered)
         from lakecompact.landing import kafka
 
         return kafka.read(self.spark, self.config.source, intent["kafka"])
@@ -286,8 +285,7 @@ class Landing:
     def _land(self, intent: dict, *, one_pass: bool = True) -> LandReport:
         """`one_pass`: the big files that the batch holds whole, unchanged since planned, are read in one pass
         without numbering their lines (the batch kept in memory needs no origins)."""
-        ranges = [files.FileRange.from_json(r) for r in intent.get("files", [])]
-        unnumbered = files.unchanged_whole(self.storage, ranges) if one_pass else []
+        unnumbered = files.unchanged_whole(self.storage, _file_ranges(intent)) if one_pass else []
         # read and parsed once for the batch, and kept in memory without the texts only the quarantine reads:
         # what is quarantined (most batches have nothing) is read from the source again, texts and all
         read = decode.without_texts(decode.split_message(self._read(intent, unnumbered))).persist()
@@ -617,6 +615,11 @@ class Landing:
                 quarantined[name] = counts[f"table{n}"]
         self.storage.delete(staging)
         return quarantined
+
+
+def _file_ranges(intent: dict) -> list[files.FileRange]:
+    """The planned lines of a files-source batch (none for Kafka or a requeue)."""
+    return [files.FileRange.from_json(r) for r in intent.get("files", [])]
 
 
 def _by_topic(groups: list[Row]) -> list[tuple[str, list[Row]]]:
