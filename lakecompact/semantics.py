@@ -39,6 +39,7 @@ def semantics_context(schema: TableSchema, *, base: str, increments: str, live_o
         "no_truncate": False,  # compaction: the inputs hold no truncate (clauses/inputs.sql.j2: truncation)
         "touched_keys": None,  # compaction: the keys the increments name, found once (latest_rows.sql.j2)
         "bucket_of": None,  # compaction: a value per bucket, by which latest_rows.sql.j2 groups (version_rows.sql.j2)
+        "with_before": False,  # compaction: each resolved row holds its key's live base row (latest_rows.sql.j2)
         # the view (live_only) reads the `<t>_base` table, deltas included; compaction is given the base it reads
         "deltas_from": DELTA_BUCKETS_FROM if live_only and not schema.keyless else None,
         **extra,

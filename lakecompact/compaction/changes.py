@@ -3,7 +3,8 @@
 `net`: one row per changed key per version, its live row in base N-1 and in base N.
 `events`: every applied event in source order, images after TOAST resolution.
 Both are computed from what compaction already holds: the touched buckets before and after, and the
-pending increments.
+pending increments. A keyed table's net feed of a change without a truncate comes from the version's own
+resolution, which holds each touched key's row before beside its row after (`resolved_changes`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ def net_changes(
     return query(spark, "change_net.sql.j2", context, **relations)
 
 
+def resolved_changes(spark: SparkSession, schema: TableSchema, resolved: DataFrame) -> DataFrame:
+    """The net changes from the version's rows of the keys the change touches, each with its key's live row in base
+    N-1 (`__before`, latest_rows.sql.j2: with_before): the pairs `net_changes` would find, without pairing again."""
+    context = {"resolved": "{resolved}", "key": list(schema.key), "columns": schema.column_names,
+               "comparable": _images_compare_as_values(schema, resolved)}
+    return query(spark, "change_net.sql.j2", context, resolved=resolved)
+
+
 def event_changes(spark: SparkSession, schema: TableSchema, base: DataFrame, increments: DataFrame) -> DataFrame:
     """Every applied event in source order; `base` is base N-1 (the buckets the increments touch)."""
     relations = {"base": "{base}", "increments": "{increments}"}
@@ -68,20 +77,24 @@ def feed(
     mode: ChangeFeedMode,
     *,
     before: DataFrame,
-    after: DataFrame,
+    after: DataFrame | None,
     increments: DataFrame,
     touched: DataFrame | None,
     truncated: bool,
     committed_at: str,
     files: int = 1,
+    resolved: DataFrame | None = None,
 ) -> DataFrame:
     """The rows of `<t>_changes` for one version (`mode` "off" writes no feed: the caller does not ask), in `files`
     range partitions, each holding a stretch of the version's order (`__seq` grows across them). `touched`: the
-    keys the increments name (keyed tables)."""
+    keys the increments name (keyed tables). `resolved`: the version's rows of those keys with their `__before`
+    (keyed, no truncate), from which the net feed is taken."""
     if schema.keyless:
         frame = appended_changes(schema, after)
     elif mode == "events":
         frame = event_changes(spark, schema, before, increments)
+    elif mode == "net" and resolved is not None:
+        frame = resolved_changes(spark, schema, resolved)
     elif mode == "net":
         frame = net_changes(spark, schema, before, after, changed=None if truncated else touched)
     else:

@@ -80,6 +80,11 @@ class VersionPlan:
     deltas: tuple[int, ...] = ()  # buckets that get a new delta (merge-on-read) instead of being rewritten whole
     rows_read: int | None = None  # rows of base N read (as the manifest counted them; None: not all counted)
 
+    @property
+    def no_truncate(self) -> bool:
+        """Neither the change nor the buckets read hold a truncate (nor its marker)."""
+        return not self.truncated and MARKER_BUCKET not in self.touched
+
 
 @dataclass(frozen=True)
 class WrittenRows:
@@ -321,28 +326,50 @@ class Compactor:
 
         return tuple(b for b in sorted(events) if fits(b))
 
+    def _version_rows(
+        self, current: Manifest, plan: VersionPlan, version: int, base: DataFrame, increments: DataFrame,
+        touched: DataFrame | None,
+    ) -> tuple[DataFrame, DataFrame | None]:
+        """The rows to write, and the rows of the keys the change touches with their `__before` for the net feed
+        (a keyed table's change without a truncate, soft deletes: every touched key's row is written), kept as a
+        local checkpoint that the write fills; None: the feed pairs the base before and after itself. Not when
+        the base read is empty (a first compaction: its feed, inserts only, is the version as written, and the
+        whole table would be held)."""
+        resolves_feed = (not self.schema.keyless and plan.no_truncate and self.settings.change_feed == "net"
+                         and self.settings.delete_mode == "soft" and (plan.deltas or plan.rows_read != 0))
+        if not resolves_feed:
+            return self._latest_rows(plan, version, base, increments, touched, "all"), None
+        resolved = self._latest_rows(plan, version, base, increments, touched, "resolved", with_before=True)
+        resolved = resolved.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK)
+        rows = resolved.drop("__before")
+        # the rows of the keys no event touched: of a bucket rewritten whole, or of a delta written again (the
+        # bucket's own rows of those keys stay in its files)
+        if any(b not in plan.deltas or DELTA_BUCKETS_FROM + b in current.buckets for b in plan.touched):
+            rows = rows.unionByName(self._latest_rows(plan, version, base, increments, touched, "carried"))
+        return rows, resolved
+
     def _latest_rows(
-        self, plan: VersionPlan, version: int, base: DataFrame, increments: DataFrame, touched: DataFrame | None
+        self, plan: VersionPlan, version: int, base: DataFrame, increments: DataFrame, touched: DataFrame | None,
+        part: str, *, with_before: bool = False,
     ) -> DataFrame:
         """Base N+1's rows of the target buckets, with their `__bucket`, in partitions that each hold few
         buckets, so that a bucket gets few files, without shuffling the whole base: the carried base rows stay
         in the scan's partitions (a scan task reads whole files, so a bucket gets one file per task that read
         its files: one, unless its files outgrow a split); only the rows of the keys the change touches are
         shuffled to their bucket (one file each), resolved where they meet (without a truncate; with one, they
-        meet by key and the resolved rows are shuffled to their bucket)."""
+        meet by key and the resolved rows are shuffled to their bucket). `part`: version_rows.sql.j2."""
         keyless = self.schema.keyless
         context = semantics_context(
             self.schema, base="{base}", increments="{increments}", live_only=False,
             new_rows_only=keyless and not plan.truncated, mark_carried=not keyless,
-            no_truncate=not plan.truncated and MARKER_BUCKET not in plan.touched,
-            touched_keys=None if touched is None else "{touched}",
+            no_truncate=plan.no_truncate, touched_keys=None if touched is None else "{touched}", with_before=with_before,
         )
         query = sql.render_checked(
             "version_rows.sql.j2", **context,
             bucket_count=plan.bucket_count, chunk=version if keyless else None, marker_bucket=MARKER_BUCKET,
             truncated=plan.truncated, tombstone_cutoff=self._tombstone_cutoff(), partitions=max(len(plan.target), 1),
             written=[*self._base_schema().fieldNames(), "__bucket"], deltas=plan.deltas, delta_offset=DELTA_BUCKETS_FROM,
-            spread=bucket_spread(plan.bucket_count, plan.target, DELTA_BUCKETS_FROM) if not keyless else [],
+            spread=bucket_spread(plan.bucket_count, plan.target, DELTA_BUCKETS_FROM) if not keyless else [], part=part,
         )
         return self.spark.sql(query, base=base, increments=increments, **({} if touched is None else {"touched": touched}))
 
@@ -374,18 +401,20 @@ class Compactor:
         plan = self._plan(current, version, increments)
         touched = None if self.schema.keyless else self._touched_keys(increments)
         base, shadowed = self._read_base(current, plan, touched)
+        resolved = None
         try:
             newly_shadowed = self._count_shadowed(shadowed, plan.bucket_count) if plan.deltas else {}  # fills the cache
-            written = self._write_rows(self._latest_rows(plan, version, base, increments, touched), plan, version)
+            rows, resolved = self._version_rows(current, plan, version, base, increments, touched)
+            written = self._write_rows(rows, plan, version)
             crashpoints.reached("version-written")
-            after = self.spark.read.schema(self._base_schema()).parquet(self.paths.base_version(version))
+            after = None if resolved is not None else (
+                self.spark.read.schema(self._base_schema()).parquet(self.paths.base_version(version)))
             self._write_changes(version, before=base, after=after, increments=increments, touched=touched,
-                                truncated=plan.truncated, events=plan.events_in)
+                                truncated=plan.truncated, events=plan.events_in, resolved=resolved)
         finally:
-            if plan.deltas:
-                _release_checkpoint(shadowed)
-            if touched is not None:
-                _release_checkpoint(touched)
+            for kept in (shadowed if plan.deltas else None, touched, resolved):
+                if kept is not None:
+                    _release_checkpoint(kept)
         buckets = {} if self.schema.keyless and plan.truncated else dict(current.buckets)
         buckets.update({b: version for b in plan.target})
         for b in plan.target:
@@ -416,8 +445,8 @@ class Compactor:
         )
 
     def _write_changes(
-        self, version: int, *, before: DataFrame, after: DataFrame, increments: DataFrame, touched: DataFrame | None,
-        truncated: bool, events: int,
+        self, version: int, *, before: DataFrame, after: DataFrame | None, increments: DataFrame,
+        touched: DataFrame | None, truncated: bool, events: int, resolved: DataFrame | None,
     ) -> None:
         """Staged beside the feed; published (one rename) only once the version is committed. One file per
         FEED_EVENTS_PER_FILE events applied (as many changes at most, bar a truncate's deletes)."""
@@ -428,7 +457,7 @@ class Compactor:
         frame = changes.feed(
             self.spark, self.schema, self.settings.change_feed, before=before, after=after,
             increments=increments, touched=touched, truncated=truncated, committed_at=datetime.now(UTC).isoformat(),
-            files=max(1, -(-events // FEED_EVENTS_PER_FILE)),
+            files=max(1, -(-events // FEED_EVENTS_PER_FILE)), resolved=resolved,
         )
         frame.write.parquet(staging)
 

@@ -66,6 +66,7 @@ def contexts() -> dict[str, dict]:
             "partitions": 2, "written": SCHEMA.column_names + [name for name, _ in META_COLUMNS] + ["__bucket"],
             "deltas": (1, 5), "delta_offset": DELTA_BUCKETS_FROM,
             "spread": bucket_spread(8, (DELTA_BUCKETS_FROM + 1, DELTA_BUCKETS_FROM + 5), DELTA_BUCKETS_FROM),
+            "part": "all",
         },
         "shadowed_rows.sql.j2": {"kept": "k", "delta": "d", "touched": "t", "key": ["id"]},
         "touched_keys.sql.j2": {"events": "i", "key": ["id"]},
@@ -192,3 +193,33 @@ def test_the_feeds_compare_images_as_values_only_where_that_is_exact(template):
         DoubleType(), MapType(StringType(), IntegerType()), ArrayType(DoubleType()),
         StructType([StructField("m", MapType(StringType(), StringType()))]),
     ))
+
+
+@pytest.mark.parametrize("dialect", ["spark", "hive"])
+def test_a_version_splits_into_resolved_rows_with_their_before_image_and_carried_rows(dialect):
+    """The net feed of a change without a truncate is taken from the version's resolved rows, each with its key's
+    live base row (`__before`), instead of pairing the base before and after again."""
+    context = {**contexts()["version_rows.sql.j2"], "no_truncate": True, "tombstone_cutoff": None}
+
+    def outer(part: str, with_before: bool) -> list[list[str]]:
+        parsed = sqlglot.parse_one(sql.render("version_rows.sql.j2", **{**context, "part": part, "with_before": with_before}),
+                                   read=dialect)
+        top = [parsed.left, parsed.right] if isinstance(parsed, exp.Union) else [parsed]
+        return [[name for name in (p.alias_or_name for p in select.selects) if name in ("__bucket", "__before")]
+                + [select.args["where"].this.sql()] for select in top]
+
+    assert outer("resolved", with_before=True) == [["__bucket", "__before", "NOT __carried"]]
+    assert outer("carried", with_before=True) == [["__bucket", "__carried"]]
+    assert outer("all", with_before=False) == [["__bucket", "NOT __carried"], ["__bucket", "__carried"]]
+    resolved = sql.render("version_rows.sql.j2", **{**context, "part": "resolved", "with_before": True})
+    # one base row per key at most: the before image's aggregate takes the live one
+    assert re.search(r"WHEN __from_base AND NOT __deleted THEN named_struct\('o', __order, 'v', named_struct\('i', ", resolved)
+
+
+@pytest.mark.parametrize("dialect", ["spark", "hive"])
+def test_the_net_feed_from_resolved_rows_pairs_nothing(dialect):
+    rendered = sql.render("change_net.sql.j2", key=["id"], columns=SCHEMA.column_names, resolved="r")
+    parsed = sqlglot.parse_one(rendered, read=dialect)
+    assert list(parsed.find_all(exp.Join)) == []
+    assert sorted({table.name for table in parsed.find_all(exp.Table)} - {"paired"}) == ["r"]
+    assert "a.__before.i" in rendered and "coalesce(a.__position, a.__before.p)" in rendered
