@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -336,7 +337,7 @@ class Compactor:
         the base read is empty (a first compaction: its feed, inserts only, is the version as written, and the
         whole table would be held)."""
         resolves_feed = (not self.schema.keyless and plan.no_truncate and self.settings.change_feed == "net"
-                         and self.settings.delete_mode == "soft" and (plan.deltas or plan.rows_read != 0))
+                         and self.settings.delete_mode == "soft" and (bool(plan.deltas) or plan.rows_read != 0))
         if not resolves_feed:
             return self._latest_rows(plan, version, base, increments, touched, "all"), None
         resolved = self._latest_rows(plan, version, base, increments, touched, "resolved", with_before=True)
@@ -350,7 +351,7 @@ class Compactor:
 
     def _latest_rows(
         self, plan: VersionPlan, version: int, base: DataFrame, increments: DataFrame, touched: DataFrame | None,
-        part: str, *, with_before: bool = False,
+        part: Literal["all", "resolved", "carried"], *, with_before: bool = False,
     ) -> DataFrame:
         """Base N+1's rows of the target buckets, with their `__bucket`, in partitions that each hold few
         buckets, so that a bucket gets few files, without shuffling the whole base: the carried base rows stay
