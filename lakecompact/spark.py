@@ -98,8 +98,8 @@ def session_conf(
         conf["spark.sql.sources.parallelPartitionDiscovery.threshold"] = "100000"
         # every sort and hash aggregate of a task takes at least one page; Spark sizes it from the heap (64 MB at an
         # 8 GB driver, 16 MB at 1 GB), made for tasks of many rows. A compaction's tasks hold a bucket's share of
-        # the change: at 64 MB a merge-on-read compaction allocated ~1 GB of pages for 190,000 rows in one stage,
-        # and spent half its tasks' time beside the CPU (GC, zeroing). Measured on 2 cores, one lake, the same
+        # the change: at 64 MB a merge-on-read compaction took ~1 GB of pages for 190,000 rows in one stage, whose
+        # tasks were on the CPU half their run time (0.4-0.7 s of it in GC). Measured on 2 cores, one lake, the same
         # compaction: first in its process ~12.9 -> 11.3 s, warm ~7.5 -> 6.4 s (benchmarks/HISTORY.md)
         conf["spark.buffer.pageSize"] = "2m"
         # the whole job in one JVM on a few cores: G1's concurrent threads take cores the tasks need
