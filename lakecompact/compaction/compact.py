@@ -80,6 +80,7 @@ class VersionPlan:
     max_source_ts_ms: int | None  # the last source change base N+1 has seen
     deltas: tuple[int, ...] = ()  # buckets that get a new delta (merge-on-read) instead of being rewritten whole
     rows_read: int | None = None  # rows of base N read (as the manifest counted them; None: not all counted)
+    deltas_read: tuple[int, ...] = ()  # the partitions of base N's deltas of touched buckets (DELTA_BUCKETS_FROM + b)
 
     @property
     def no_truncate(self) -> bool:
@@ -251,12 +252,11 @@ class Compactor:
         the change touches (its other rows stay in their files); a delta's rows stand in for the bucket's rows
         of the same keys (README "Merge-on-read"). The shadowed rows are kept in memory: the version, the change
         feed and the counts read them, while finding them scans the bucket's files."""
-        deltas = [d for d in (DELTA_BUCKETS_FROM + b for b in plan.touched) if d in current.buckets]
         whole = self._read_partitions(current, [b for b in plan.touched if b not in plan.deltas])
-        if not deltas and not plan.deltas:
+        if not plan.deltas_read and not plan.deltas:
             return whole, None
         key = list(self.schema.key)
-        delta = self._read_partitions(current, deltas)
+        delta = self._read_partitions(current, list(plan.deltas_read))
         shadowed = sql.query(
             self.spark, "shadowed_rows.sql.j2", {"kept": "{kept}", "delta": "{delta}", "touched": "{touched}", "key": key},
             kept=self._read_partitions(current, plan.deltas), delta=delta, touched=touched,
@@ -310,7 +310,8 @@ class Compactor:
         read = [counted.get(str(b)) if b in current.buckets else (0, 0) for b in touched if b not in deltas]
         return VersionPlan(bucket_count, sum(row.events for row in summary), truncated, touched, target,
                            max((t for t in seen if t is not None), default=None), deltas,
-                           None if None in read else sum(rows for rows, _ in read))
+                           None if None in read else sum(rows for rows, _ in read),
+                           tuple(d for d in (DELTA_BUCKETS_FROM + b for b in touched) if d in current.buckets))
 
     def _delta_buckets(self, current: Manifest, events: dict[int, int]) -> tuple[int, ...]:
         """Merge-on-read: the touched buckets whose delta, grown by this change's events, stays within `delta_share`
@@ -328,8 +329,7 @@ class Compactor:
         return tuple(b for b in sorted(events) if fits(b))
 
     def _version_rows(
-        self, current: Manifest, plan: VersionPlan, version: int, base: DataFrame, increments: DataFrame,
-        touched: DataFrame | None,
+        self, plan: VersionPlan, version: int, base: DataFrame, increments: DataFrame, touched: DataFrame | None,
     ) -> tuple[DataFrame, DataFrame | None]:
         """The rows to write, and the rows of the keys the change touches with their `__before` for the net feed
         (a keyed table's change without a truncate, soft deletes: every touched key's row is written), kept as a
@@ -345,7 +345,7 @@ class Compactor:
         rows = resolved.drop("__before")
         # the rows of the keys no event touched: of a bucket rewritten whole, or of a delta written again (the
         # bucket's own rows of those keys stay in its files)
-        if any(b not in plan.deltas or DELTA_BUCKETS_FROM + b in current.buckets for b in plan.touched):
+        if plan.deltas_read or any(b not in plan.deltas for b in plan.touched):
             rows = rows.unionByName(self._latest_rows(plan, version, base, increments, touched, "carried"))
         return rows, resolved
 
@@ -405,7 +405,7 @@ class Compactor:
         resolved = None
         try:
             newly_shadowed = self._count_shadowed(shadowed, plan.bucket_count) if plan.deltas else {}  # fills the cache
-            rows, resolved = self._version_rows(current, plan, version, base, increments, touched)
+            rows, resolved = self._version_rows(plan, version, base, increments, touched)
             written = self._write_rows(rows, plan, version)
             crashpoints.reached("version-written")
             after = None if resolved is not None else (
