@@ -9,8 +9,7 @@ import subprocess
 import pytest
 
 from lakecompact import class_archive
-from lakecompact import config as config_module
-from lakecompact.spark import session_conf
+from tests.support.configs import session_conf_of
 
 
 @pytest.fixture(autouse=True)
@@ -32,9 +31,7 @@ def _flags(options: str) -> dict[str, str]:
 
 
 def _driver_options(one_shot: bool = False, spark_conf: dict | None = None) -> str:
-    config = config_module.from_dict({"warehouse": "/tmp/w", "source": {"kind": "files", "paths": ["/tmp/e"]},
-                                      "spark": {"conf": spark_conf or {}}})
-    return session_conf(config, one_shot=one_shot)["spark.driver.extraJavaOptions"]
+    return session_conf_of({"conf": spark_conf or {}}, one_shot=one_shot)["spark.driver.extraJavaOptions"]
 
 
 def test_an_archive_dumped_by_a_jvm_is_put_in_place_and_given_to_every_driver_jvm():

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from lakecompact import config as config_module
-from lakecompact.spark import session_conf
+from tests.support.configs import session_conf_of
 
 
 def _conf(master: str, spark_conf: dict | None = None) -> dict[str, str]:
-    config = config_module.from_dict({"warehouse": "/tmp/w", "source": {"kind": "files", "paths": ["/tmp/e"]},
-                                      "spark": {"master": master, "conf": spark_conf or {}}})
-    return session_conf(config)
+    return session_conf_of({"master": master, "conf": spark_conf or {}})
 
 
 @pytest.fixture(autouse=True)
