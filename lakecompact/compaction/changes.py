@@ -103,12 +103,10 @@ def feed(
     # (ids grow within a partition and from one partition to the next), where a ROW_NUMBER over the version sorts
     # every row in one task (a first compaction's feed holds the whole table). The numbers are not consecutive.
     order = _leaf_fields(frame.schema["__seq_order"].dataType, F.col("__seq_order"))
-    if resolved is not None and files == 1:
-        # the resolved rows are held in memory (the version's checkpoint): one task reads them in, sorts and writes
-        # them, where a range partitioning to one partition would shuffle them first
-        ordered = frame.coalesce(1).sortWithinPartitions(*order)
-    else:
-        ordered = frame.repartitionByRange(files, *order).sortWithinPartitions(*order)
+    # the resolved rows are held in memory (the version's checkpoint): for one file, one task reads them in, sorts
+    # and writes them, where a range partitioning to one partition would shuffle them first
+    one_task = resolved is not None and files == 1
+    ordered = (frame.coalesce(1) if one_task else frame.repartitionByRange(files, *order)).sortWithinPartitions(*order)
     computed = {"__seq": F.monotonically_increasing_id(), "__committed_at": F.to_timestamp(F.lit(committed_at))}
     return ordered.select(*[computed.get(name, F.col(name)).alias(name) for name, _ in change_columns(schema)])
 

@@ -256,7 +256,7 @@ class Compactor:
         if not plan.deltas_read and not plan.deltas:
             return whole, None
         key = list(self.schema.key)
-        delta = self._read_partitions(current, list(plan.deltas_read))
+        delta = self._read_partitions(current, plan.deltas_read)
         shadowed = sql.query(
             self.spark, "shadowed_rows.sql.j2", {"kept": "{kept}", "delta": "{delta}", "touched": "{touched}", "key": key},
             kept=self._read_partitions(current, plan.deltas), delta=delta, touched=touched,
