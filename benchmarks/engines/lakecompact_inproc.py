@@ -1,6 +1,7 @@
 """lakecompact in one process (main Python env, Spark 4): the spec's ops against one warehouse.
 
-ops: {"op": "land", "paths": [globs], "step": name} | {"op": "compact", "step": name}
+ops: {"op": "land", "paths": [globs], "step": name, "database": other lake's database (optional)}
+   | {"op": "compact", "step": name}
    | {"op": "read", "step": name, "relation": "lake.public_customers", "repeat": n, "where": ""}
    | {"op": "check", "name": name, "relation": ...}
 Step times exclude the JVM start (recorded as the step "session start").
@@ -33,10 +34,10 @@ def body(spec: dict, rec) -> None:
 
     lake = spec["lake"]
 
-    def config(paths):
+    def config(paths, database=None):
         return config_module.from_dict({
             "warehouse": lake["warehouse"],
-            "database": lake.get("database", "lake"),
+            "database": database or lake.get("database", "lake"),
             "source": {"kind": "files", "paths": list(paths)},
             "defaults": {"buckets": lake["buckets"], **lake.get("defaults", {})},
             "spark": {"master": spec.get("master", "local[2]"), "conf": {**spark_conf(spec), **lake.get("conf", {})}},
@@ -56,7 +57,7 @@ def body(spec: dict, rec) -> None:
         if kind == "land":
             paths = list(op["paths"])
             with rec.step(op["step"]) as info:
-                report = land(spark, config(paths))
+                report = land(spark, config(paths, op.get("database")))
             info["report"] = _plain(report)
             quarantined = getattr(report, "quarantined", None) or {}
             if sum(quarantined.values()):
