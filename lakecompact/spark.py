@@ -9,6 +9,7 @@ from pathlib import Path
 
 from py4j.java_gateway import JavaClass
 from pyspark.errors import PySparkRuntimeError
+from pyspark.find_spark_home import _find_spark_home
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
 from lakecompact import class_archive, metastore_guard, thrift_metastore
@@ -21,6 +22,47 @@ STACK_JARS = Path(__file__).resolve().parent.parent / ".stack" / "jars"
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 # a Java option that selects the garbage collector (not one that tunes it, such as -XX:+UseGCOverheadLimit)
 CHOSEN_COLLECTOR = re.compile(r"-XX:\+Use(Serial|Parallel|G1|Z|Shenandoah|Epsilon)GC\b")
+
+
+def spark_defaults_path() -> Path:
+    """The spark-defaults.conf that spark-submit reads: in SPARK_CONF_DIR, else in SPARK_HOME's conf."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(os.environ.get("SPARK_HOME") or _find_spark_home()) / "conf")
+    return Path(conf_dir) / "spark-defaults.conf"
+
+
+def spark_defaults_java_options() -> str:
+    """`spark.driver.extraJavaOptions` of spark-defaults.conf, "" without one. spark-submit takes it only when the
+    launch sets none, and lakecompact always sets some: a site's options (a krb5.conf, a proxy) would be dropped
+    without a word."""
+    path = spark_defaults_path()
+    if not path.is_file():
+        return ""
+    return _java_properties(path.read_text(encoding="latin-1")).get(DRIVER_JAVA_OPTIONS, "").strip()
+
+
+def _java_properties(text: str) -> dict[str, str]:
+    """java.util.Properties' format as spark-submit reads it: `key value`, `key=value` or `key: value`, comments
+    starting with # or !, a line that ends in a backslash continued on the next (its leading blanks dropped)."""
+    properties, logical = {}, ""
+    for line in text.splitlines():
+        line = line.lstrip() if logical else line.strip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2:  # an odd count: the last one escapes the line's end
+            logical += line[:-1]
+            continue
+        logical += line
+        key, value = re.match(r"((?:[^\\\s=:]|\\.)*)\s*[=:]?\s*(.*)", logical).groups()
+        properties[_unescaped(key)] = _unescaped(value)
+        logical = ""
+    return properties
+
+
+def _unescaped(text: str) -> str:
+    controls = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", lambda m: chr(int(m[1][1:], 16)) if len(m[1]) == 5
+                  else controls.get(m[1], m[1]), text)
 
 
 def jvm_class(spark: SparkSession, name: str):
@@ -47,7 +89,10 @@ def session_conf(
     one command (not `run`).
     """
     root = warehouse_uri(config.warehouse).rstrip("/")
+    # spark-defaults.conf's options first: where two conflict the JVM takes the last (lakecompact's, then the user's)
+    site_options = spark_defaults_java_options()
     java_options = [
+        *([site_options] if site_options else []),
         *([] if verbose else [f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"]),
         *(archive_options or class_archive.java_options()),
     ]
@@ -103,9 +148,9 @@ def session_conf(
         # compaction: first in its process ~12.9 -> 11.3 s, warm ~7.5 -> 6.4 s (benchmarks/HISTORY.md)
         conf["spark.buffer.pageSize"] = "2m"
         # the whole job in one JVM on a few cores: G1's concurrent threads take cores the tasks need
-        # (measured on 2 cores: 10-20% off a land/compact/read cycle). Not when the user chose a collector: the
-        # JVM refuses to start with two ("Multiple garbage collectors selected")
-        if not CHOSEN_COLLECTOR.search(config.spark.conf.get(DRIVER_JAVA_OPTIONS, "")):
+        # (measured on 2 cores: 10-20% off a land/compact/read cycle). Not when the user or spark-defaults.conf chose
+        # a collector: the JVM refuses to start with two ("Multiple garbage collectors selected")
+        if not CHOSEN_COLLECTOR.search(f"{site_options} {config.spark.conf.get(DRIVER_JAVA_OPTIONS, '')}"):
             java_options.append("-XX:+UseParallelGC")
         if one_shot:
             # a command's JVM ends before C2's compilations pay off, and on a few cores they take a core from the
@@ -175,9 +220,11 @@ def create_session(
     except PySparkRuntimeError as error:
         if error.getCondition() != "JAVA_GATEWAY_EXITED":
             raise
-        given = config.spark.conf.get(DRIVER_JAVA_OPTIONS)
-        expected = (f"Java options and memory it accepts in [spark.conf] ({DRIVER_JAVA_OPTIONS} = {given!r} there)"
-                    if given else "Java 17 (scripts/setup.sh installs it) and memory it accepts in [spark.conf]")
+        given, site = config.spark.conf.get(DRIVER_JAVA_OPTIONS), spark_defaults_java_options()
+        where = [f"[spark.conf] ({DRIVER_JAVA_OPTIONS} = {given!r} there)"] if given else []
+        where += [f"{spark_defaults_path()} ({DRIVER_JAVA_OPTIONS} = {site!r} there)"] if site else []
+        expected = (f"Java options and memory it accepts in {' and '.join(where)}" if where
+                    else "Java 17 (scripts/setup.sh installs it) and memory it accepts in [spark.conf]")
         raise JvmStartFailed(
             f"the Spark driver's JVM exited as it started (its own message is above): expected {expected}") from None
     spark.sparkContext.setLogLevel(os.environ.get("LAKECOMPACT_SPARK_LOG_LEVEL", "WARN" if verbose else "ERROR"))

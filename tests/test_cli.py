@@ -73,9 +73,9 @@ def test_bad_config_exits_non_zero_naming_the_key(tmp_path, extra, section, key,
     assert "Traceback" not in result.stderr
 
 
-def test_java_options_the_jvm_refuses_are_one_line_naming_them(tmp_path):
+def test_java_options_the_jvm_refuses_are_one_line_naming_them(tmp_path, monkeypatch):
     """The JVM prints why (a thread stack size it cannot read here), then exits before Spark's gateway answers:
-    one line of ours names the option given, no Python traceback."""
+    one line of ours names the option given, no Python traceback; given in spark-defaults.conf, it names that."""
     config = minimal_config(tmp_path, '[spark.conf]\n"spark.driver.extraJavaOptions" = "-Xss1q"\n')
     result = lakecompact(config, "sql", "SELECT 1")
     assert result.returncode == 2, result.stderr
@@ -83,6 +83,16 @@ def test_java_options_the_jvm_refuses_are_one_line_naming_them(tmp_path):
     assert result.stderr.strip().splitlines()[-1] == (
         "lakecompact: error: the Spark driver's JVM exited as it started (its own message is above): expected Java "
         "options and memory it accepts in [spark.conf] (spark.driver.extraJavaOptions = '-Xss1q' there)")
+
+    site = tmp_path / "spark-conf"
+    site.mkdir()
+    (site / "spark-defaults.conf").write_text("spark.driver.extraJavaOptions -Xss2q\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(site))
+    result = lakecompact(minimal_config(tmp_path), "sql", "SELECT 1")
+    assert result.returncode == 2 and "Invalid thread stack size: -Xss2q" in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "lakecompact: error: the Spark driver's JVM exited as it started (its own message is above): expected Java "
+        f"options and memory it accepts in {site / 'spark-defaults.conf'} (spark.driver.extraJavaOptions = '-Xss2q' there)")
 
 
 def test_a_query_of_a_table_that_is_not_there_is_one_line(tmp_path):

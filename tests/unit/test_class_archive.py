@@ -108,3 +108,35 @@ def test_an_archive_whose_size_changed_is_not_used(cache):
     aborted = _java(f"-XX:SharedArchiveFile={path}", *class_archive.QUIET, f"-XX:ErrorFile={os.devnull}")
     assert aborted.returncode != 0  # what a JVM given it would do
     assert class_archive.java_options() == []
+
+
+def test_the_java_options_of_spark_defaults_conf_come_before_lakecompacts(tmp_path, monkeypatch):
+    """spark-submit reads spark-defaults.conf's driver options only when a launch sets none, and lakecompact always
+    sets some: they would be dropped (a site's krb5.conf or proxy) without being added."""
+    ours = _driver_options(one_shot=True).split()
+    site = tmp_path / "spark-conf"
+    site.mkdir()
+    (site / "spark-defaults.conf").write_text(
+        "# a site's defaults\n"
+        "! another comment\n"
+        "spark.executor.memory 1g\n"
+        "spark.driver.extraJavaOptions   -Dsite.a=1 \\\n"
+        "    -Dsite.path=C:\\\\dir -Dsite.name=caf\\u00e9\n"
+        "spark.driver.memory=2g\n"
+    )
+    monkeypatch.setenv("SPARK_CONF_DIR", str(site))
+    combined = _driver_options(one_shot=True, spark_conf={"spark.driver.extraJavaOptions": "-Dlake.x=1"})
+    assert combined.split() == ["-Dsite.a=1", "-Dsite.path=C:\\dir", "-Dsite.name=café", *ours, "-Dlake.x=1"]
+    (site / "spark-defaults.conf").write_text("spark.driver.extraJavaOptions: -Dsite.b=2\n")
+    assert _driver_options(one_shot=True).split() == ["-Dsite.b=2", *ours]
+    (site / "spark-defaults.conf").unlink()
+    assert _driver_options(one_shot=True).split() == ours
+
+
+def test_a_garbage_collector_of_spark_defaults_conf_takes_the_place_of_lakecompacts(tmp_path, monkeypatch):
+    (tmp_path / "spark-defaults.conf").write_text("spark.driver.extraJavaOptions -XX:+UseSerialGC\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    options = _driver_options(one_shot=True)
+    assert options.split()[0] == "-XX:+UseSerialGC" and "-XX:+UseParallelGC" not in options.split()
+    values = _flags(options)  # a JVM given two collectors refuses to start
+    assert (values["UseSerialGC"], values["UseParallelGC"]) == ("true", "false")
