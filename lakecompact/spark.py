@@ -30,14 +30,15 @@ def spark_defaults_path() -> Path:
     return Path(conf_dir) / "spark-defaults.conf"
 
 
-def spark_defaults_java_options() -> str:
-    """`spark.driver.extraJavaOptions` of spark-defaults.conf, "" without one. spark-submit takes it only when the
-    launch sets none, and lakecompact always sets some: a site's options (a krb5.conf, a proxy) would be dropped
-    without a word."""
+def spark_defaults() -> dict[str, str]:
+    """The settings of spark-defaults.conf ({} without one). spark-submit takes a setting from it only when the
+    launch gives none, and lakecompact always gives the driver's Java options (and, for the Kafka source on a
+    machine with the stack's jars, `spark.jars`): a site's (a krb5.conf, a proxy, a JDBC driver) would be dropped
+    without a word, so lakecompact puts them first in its own."""
     path = spark_defaults_path()
     if not path.is_file():
-        return ""
-    return _java_properties(path.read_text(encoding="latin-1")).get(DRIVER_JAVA_OPTIONS, "").strip()
+        return {}
+    return {key: value.strip() for key, value in _java_properties(path.read_text(encoding="latin-1")).items()}
 
 
 def _java_properties(text: str) -> dict[str, str]:
@@ -90,7 +91,8 @@ def session_conf(
     """
     root = warehouse_uri(config.warehouse).rstrip("/")
     # spark-defaults.conf's options first: where two conflict the JVM takes the last (lakecompact's, then the user's)
-    site_options = spark_defaults_java_options()
+    site = spark_defaults()
+    site_options = site.get(DRIVER_JAVA_OPTIONS, "")
     java_options = [
         *([site_options] if site_options else []),
         *([] if verbose else [f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"]),
@@ -170,7 +172,7 @@ def session_conf(
         conf[DRIVER_JAVA_OPTIONS] = " ".join(java_options)
     jars = _stack_jars(config)
     if jars:
-        conf["spark.jars"] = ",".join(jars)
+        conf["spark.jars"] = ",".join(filter(None, [site.get("spark.jars"), *jars]))
     return {**conf, **user_conf}
 
 
@@ -220,7 +222,7 @@ def create_session(
     except PySparkRuntimeError as error:
         if error.getCondition() != "JAVA_GATEWAY_EXITED":
             raise
-        given, site = config.spark.conf.get(DRIVER_JAVA_OPTIONS), spark_defaults_java_options()
+        given, site = config.spark.conf.get(DRIVER_JAVA_OPTIONS), spark_defaults().get(DRIVER_JAVA_OPTIONS)
         where = [f"[spark.conf] ({DRIVER_JAVA_OPTIONS} = {given!r} there)"] if given else []
         where += [f"{spark_defaults_path()} ({DRIVER_JAVA_OPTIONS} = {site!r} there)"] if site else []
         expected = (f"Java options and memory it accepts in {' and '.join(where)}" if where
