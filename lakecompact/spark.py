@@ -38,14 +38,15 @@ def spark_defaults() -> dict[str, str]:
     path = spark_defaults_path()
     if not path.is_file():
         return {}
-    return {key: value.strip() for key, value in _java_properties(path.read_text(encoding="latin-1")).items()}
+    text = path.read_text(encoding="utf-8", errors="replace")  # as Spark reads it
+    return {key: value.strip() for key, value in _java_properties(text).items()}
 
 
 def _java_properties(text: str) -> dict[str, str]:
     """java.util.Properties' format as spark-submit reads it: `key value`, `key=value` or `key: value`, comments
     starting with # or !, a line that ends in a backslash continued on the next (its leading blanks dropped)."""
     properties, logical = {}, ""
-    for line in text.splitlines():
+    for line in [*text.splitlines(), ""]:  # a last line continued on none still counts
         line = line.lstrip() if logical else line.strip()
         if not logical and (not line or line[0] in "#!"):
             continue

@@ -127,7 +127,7 @@ def test_the_java_options_of_spark_defaults_conf_come_before_lakecompacts(tmp_pa
     monkeypatch.setenv("SPARK_CONF_DIR", str(site))
     combined = _driver_options(one_shot=True, spark_conf={"spark.driver.extraJavaOptions": "-Dlake.x=1"})
     assert combined.split() == ["-Dsite.a=1", "-Dsite.path=C:\\dir", "-Dsite.name=café", *ours, "-Dlake.x=1"]
-    (site / "spark-defaults.conf").write_text("spark.driver.extraJavaOptions: -Dsite.b=2\n")
+    (site / "spark-defaults.conf").write_text("spark.driver.extraJavaOptions: -Dsite.b=2 \\")  # no line after it
     assert _driver_options(one_shot=True).split() == ["-Dsite.b=2", *ours]
     (site / "spark-defaults.conf").unlink()
     assert _driver_options(one_shot=True).split() == ours
