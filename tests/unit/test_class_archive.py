@@ -15,6 +15,7 @@ from tests.support.configs import session_conf_of
 @pytest.fixture(autouse=True)
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("LAKECOMPACT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "no-spark-conf"))  # not this machine's spark-defaults.conf
     return tmp_path / "cache"
 
 

@@ -15,8 +15,9 @@ def _conf(master: str, spark_conf: dict | None = None) -> dict[str, str]:
 
 
 @pytest.fixture(autouse=True)
-def no_gateway(monkeypatch):
+def no_gateway(tmp_path, monkeypatch):
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)  # a session of another launcher keeps its own settings
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "no-spark-conf"))  # not this machine's spark-defaults.conf
 
 
 def test_a_local_master_gets_small_memory_pages_for_its_small_tasks():
