@@ -15,7 +15,8 @@ def _conf(master: str, spark_conf: dict | None = None) -> dict[str, str]:
 
 
 @pytest.fixture(autouse=True)
-def no_gateway(tmp_path, monkeypatch):
+def launched_by_lakecompact(tmp_path, monkeypatch):
+    """A JVM that lakecompact launches itself, on a machine without a spark-defaults.conf of its own."""
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)  # a session of another launcher keeps its own settings
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "no-spark-conf"))  # not this machine's spark-defaults.conf
 
