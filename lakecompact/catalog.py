@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -277,50 +278,75 @@ class Catalog:
         }
 
     # -- partitions ------------------------------------------------------------------------------
+    # Partitions and properties go through Spark's session catalog, not SHOW and ALTER TABLE statements: a statement's
+    # analysis and run ask the metastore for the table ~12 times around the one call that does the work. Measured
+    # warm, 30 calls each, on the stack's metastore: adding a partition 94-103 -> 50-60 ms, dropping one 79-87 -> 44,
+    # setting a property 76-93 -> 41, reading the partitions 41-47 -> 31-33, the properties 33-38 -> 26-29 (on the
+    # embedded one about the same). Each does what its statement does: the same metastore call, and after a change
+    # the table's cached relation dropped.
     def partitions(self, table: str) -> list[dict[str, str]]:
-        rows = self.run("show_partitions.sql.j2", table=table).collect()  # metadata: one row per partition
-        return [dict(part.split("=", 1) for part in row[0].split("/")) for row in rows]
+        jvm = self._jvm
+        names = jvm.converters.asJava(self._session_catalog().listPartitionNames(self._identifier(table), jvm.none))
+        return [dict(part.split("=", 1) for part in name.split("/")) for name in names]  # metadata: one per partition
 
     def add_partitions(self, table: str, partitions: list[tuple[list[tuple[str, object]], str]]) -> None:
-        if partitions:
-            self.run("add_partitions.sql.j2", table=table, partitions=partitions)
+        """Add partitions at their folders, in the table's storage format (ADD IF NOT EXISTS)."""
+        if not partitions:
+            return
+        session_catalog, identifier, jvm = self._session_catalog(), self._identifier(table), self._jvm
+        storage = session_catalog.getTableMetadata(identifier).storage()
+        created = int(time.time() * 1000)
+        added = [jvm.partition(jvm.string_map(spec), _replaced(storage, 0, jvm.some(jvm.uri(location))), created)
+                 for spec, location in partitions]
+        session_catalog.createPartitions(identifier, jvm.seq(added), True)
+        session_catalog.refreshTable(identifier)
 
     def drop_partitions(self, table: str, specs: list[list[tuple[str, object]]]) -> None:
-        if specs:
-            self.run("drop_partitions.sql.j2", table=table, specs=specs)
+        """Drop partitions from the metastore (DROP IF EXISTS); their folders stay."""
+        if not specs:
+            return
+        session_catalog, identifier, jvm = self._session_catalog(), self._identifier(table), self._jvm
+        session_catalog.dropPartitions(identifier, jvm.seq([jvm.string_map(spec) for spec in specs]), True, False, False)
+        session_catalog.refreshTable(identifier)
 
     def set_partition_locations(self, table: str, locations: list[tuple[list[tuple[str, object]], str]]) -> None:
         """Point existing partitions at new folders in one metastore call (Hive's alter_partitions: one
         transaction, so a reader sees all of them moved or none), instead of one ALTER TABLE per partition."""
         if not locations:
             return
-        session_catalog, identifier = self._session_catalog(), self._identifier(table)
+        session_catalog, identifier, jvm = self._session_catalog(), self._identifier(table), self._jvm
         wanted = {_spec_key(spec): location for spec, location in locations}
         names = [name for name, _ in locations[0][0]]
-        moved = jvm_class(self.spark, "java.util.ArrayList")()
-        converters = jvm_class(self.spark, "scala.jdk.javaapi.CollectionConverters")
-        to_uri = jvm_class(self.spark, "org.apache.spark.sql.catalyst.catalog.CatalogUtils").stringToURI
-        some = jvm_class(self.spark, "scala.Some")
-        none = jvm_class(self.spark, "scala.Option").empty()
-        for partition in converters.asJava(session_catalog.listPartitions(identifier, none)):
+        moved = []
+        for partition in jvm.converters.asJava(session_catalog.listPartitions(identifier, jvm.none)):
             spec = partition.spec()
             location = wanted.pop(tuple((name, spec.apply(name)) for name in names), None)
             if location is not None:
-                moved.add(_replaced(partition, 1, _replaced(partition.storage(), 0, some(to_uri(location)))))
+                moved.append(_replaced(partition, 1, _replaced(partition.storage(), 0, jvm.some(jvm.uri(location)))))
         if wanted:
             raise LakecompactError(f"table {table}: expected partitions {sorted(wanted)} in the metastore, missing")
-        session_catalog.alterPartitions(identifier, converters.asScala(moved).toSeq())
+        session_catalog.alterPartitions(identifier, jvm.seq(moved))
 
     def properties(self, table: str) -> dict[str, str]:
-        rows = self.run("show_tblproperties.sql.j2", table=table).collect()
-        return {row[0]: row[1] for row in rows}
+        properties = self._session_catalog().getTableMetadata(self._identifier(table)).properties()
+        return dict(self._jvm.converters.asJava(properties))
 
     def set_properties(self, table: str, properties: dict[str, str]) -> None:
-        self.run("set_tblproperties.sql.j2", table=table, properties=properties)
+        """Set table properties, keeping the others (SET TBLPROPERTIES; see the partition writes above)."""
+        session_catalog, identifier, jvm = self._session_catalog(), self._identifier(table), self._jvm
+        current = session_catalog.getTableRawMetadata(identifier)
+        fields = [current.productElementName(i) for i in range(current.productArity())]
+        merged = current.properties().concat(jvm.string_map(properties.items()))
+        session_catalog.alterTable(_replaced(current, fields.index("properties"), merged))
+        session_catalog.invalidateCachedTable(identifier)
 
     def refresh(self, *tables: str) -> None:
         for table in tables:
             self.spark.catalog.refreshTable(qualified(self.database, table))
+
+    @functools.cached_property
+    def _jvm(self) -> _Jvm:
+        return _Jvm(self.spark)
 
     def _session_catalog(self):
         return self.spark._jsparkSession.sessionState().catalog()
@@ -331,6 +357,52 @@ class Catalog:
 
     def table(self, table: str) -> DataFrame:
         return self.spark.table(qualified(self.database, table))
+
+
+class _Jvm:
+    """The JVM classes and values that the session catalog's calls take (each looked up once, when first used)."""
+
+    def __init__(self, spark: SparkSession):
+        self.spark = spark
+
+    def _class(self, name: str):
+        return jvm_class(self.spark, name)
+
+    @functools.cached_property
+    def converters(self):
+        return self._class("scala.jdk.javaapi.CollectionConverters")
+
+    @functools.cached_property
+    def none(self):
+        return self._class("scala.Option").empty()
+
+    @functools.cached_property
+    def empty_map(self):
+        return getattr(self._class("scala.collection.immutable.Map$"), "MODULE$").empty()
+
+    def some(self, value):
+        return self._class("scala.Some")(value)
+
+    def uri(self, location: str):
+        return self._class("org.apache.spark.sql.catalyst.catalog.CatalogUtils").stringToURI(location)
+
+    def partition(self, spec, storage, created_ms: int):
+        """A CatalogTablePartition as ALTER TABLE ADD PARTITION makes it: no parameters, never accessed, no stats."""
+        return self._class("org.apache.spark.sql.catalyst.catalog.CatalogTablePartition")(
+            spec, storage, self.empty_map, created_ms, -1, self.none)
+
+    def string_map(self, pairs) -> object:
+        """A Scala immutable Map[String, String] of (name, value) pairs (a partition spec, table properties)."""
+        java = self._class("java.util.HashMap")()
+        for name, value in pairs:
+            java.put(name, str(value))
+        return self.empty_map.concat(self.converters.asScala(java))
+
+    def seq(self, items: list) -> object:
+        java = self._class("java.util.ArrayList")()
+        for item in items:
+            java.add(item)
+        return self.converters.asScala(java).toSeq()
 
 
 def _spec_key(spec: list[tuple[str, object]]) -> tuple[tuple[str, str], ...]:
