@@ -281,9 +281,9 @@ class Catalog:
     # Partitions and properties go through Spark's session catalog, not SHOW and ALTER TABLE statements: a statement's
     # analysis and run ask the metastore for the table ~12 times around the one call that does the work. Measured
     # warm, 30 calls each, on the stack's metastore: adding a partition 94-103 -> 50-60 ms, dropping one 79-87 -> 44,
-    # setting a property 76-93 -> 41, reading the partitions 41-47 -> 31-33, the properties 33-38 -> 26-29 (on the
-    # embedded one about the same). Each does what its statement does: the same metastore call, and after a change
-    # the table's cached relation dropped.
+    # setting a property 76-93 -> 41, reading the partitions 41-47 -> 31-33, the properties 33-38 -> 26-29 (the
+    # embedded one: benchmarks/HISTORY.md). Each does what its statement does: the same metastore call, and after a
+    # change the table's cached relation dropped (no cached data to refresh: lakecompact caches no table's rows).
     def partitions(self, table: str) -> list[dict[str, str]]:
         jvm = self._jvm
         names = jvm.converters.asJava(self._session_catalog().listPartitionNames(self._identifier(table), jvm.none))
@@ -299,7 +299,7 @@ class Catalog:
         added = [jvm.partition(jvm.string_map(spec), _replaced(storage, 0, jvm.some(jvm.uri(location))), created)
                  for spec, location in partitions]
         session_catalog.createPartitions(identifier, jvm.seq(added), True)
-        session_catalog.refreshTable(identifier)
+        session_catalog.invalidateCachedTable(identifier)
 
     def drop_partitions(self, table: str, specs: list[list[tuple[str, object]]]) -> None:
         """Drop partitions from the metastore (DROP IF EXISTS); their folders stay."""
@@ -307,7 +307,7 @@ class Catalog:
             return
         session_catalog, identifier, jvm = self._session_catalog(), self._identifier(table), self._jvm
         session_catalog.dropPartitions(identifier, jvm.seq([jvm.string_map(spec) for spec in specs]), True, False, False)
-        session_catalog.refreshTable(identifier)
+        session_catalog.invalidateCachedTable(identifier)
 
     def set_partition_locations(self, table: str, locations: list[tuple[list[tuple[str, object]], str]]) -> None:
         """Point existing partitions at new folders in one metastore call (Hive's alter_partitions: one
