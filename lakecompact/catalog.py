@@ -30,7 +30,8 @@ from lakecompact.views import definition as view_definition
 
 # table properties of `<t>_base`
 VERSION_PROPERTY = "lakecompact.base_version"  # the base version the metastore points at
-DELETE_FORM_PROPERTY = "lakecompact.deletes"  # how the table's topic carries deletes: "rows" or "tombstones"
+# how the table's topic carries deletes, where lakes landed into before TablePaths.delete_form kept it
+DELETE_FORM_PROPERTY = "lakecompact.deletes"
 # the name, everywhere (land, status, quarantine), of events that belong to no table; no table starts with "_"
 UNPLACED = "_unknown"
 
@@ -97,6 +98,11 @@ class TablePaths:
     def finished(self) -> str:
         """The last version whose compaction finished every step after its swap (publish, archive, collect)."""
         return f"{self.state}/finished.json"
+
+    @property
+    def delete_form(self) -> str:
+        """How the table's topic carries deletes ("rows" or "tombstones"), as the lander last saw it."""
+        return f"{self.state}/deletes.json"
 
     @property
     def compaction_lock(self) -> str:

@@ -454,18 +454,31 @@ class Landing:
 
         ExtractNewRecordState's default sends a delete as the tombstone alone: skipping it (DESIGN) would lose the
         delete, and it has no source position to be ordered by. So it is kept in quarantine, with what to configure.
-        How a table's deletes come is kept as a table property, for batches that hold only tombstones.
+        How a table's deletes come is kept for batches that hold only tombstones, in the table's state, which only
+        the lander writes (under its lock): not as a table property, which a compactor's swap writes back as it read
+        them (the metastore replaces a table's properties whole), dropping one set after that read.
         """
         seen = self._delete_form(shapes)  # a value that is no JSON object shows no fields, and proves nothing
+        recorded = self.catalog.paths(table).delete_form
         if table not in self._delete_forms:
-            self._delete_forms[table] = self.catalog.properties(base_table(table)).get(DELETE_FORM_PROPERTY)
+            self._delete_forms[table] = self._recorded_delete_form(table, recorded)
         if seen is not None and seen != self._delete_forms[table]:
-            self.catalog.set_properties(base_table(table), {DELETE_FORM_PROPERTY: seen})
+            self.storage.write_json(recorded, {"deletes": seen}, overwrite=True)
             self._delete_forms[table] = seen
         if self._delete_forms[table] != "tombstones":
             return None
         tombstones = messages().where((F.col("__kafka_topic") == topic) & ~F.col("__has_value"))
         return _with_reason(tombstones, UNPLACED_DELETE)
+
+    def _recorded_delete_form(self, table: str, recorded: str) -> DeleteForm | None:
+        """How the table's deletes come, as recorded; a lake landed into before the record holds it as a table
+        property, which is recorded the new way once read."""
+        if self.storage.exists(recorded):
+            return self.storage.read_json(recorded)["deletes"]
+        form = self.catalog.properties(base_table(table)).get(DELETE_FORM_PROPERTY)
+        if form is not None:
+            self.storage.write_json(recorded, {"deletes": form}, overwrite=True)
+        return form
 
     @staticmethod
     def _delete_form(shapes: list[GroupShape]) -> DeleteForm | None:

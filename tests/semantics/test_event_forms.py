@@ -262,3 +262,57 @@ def test_tombstone_only_deletes_of_a_flattened_topic_are_kept_not_skipped(lake):
     again = lake.land(requeue="plain_customers")
     assert again.quarantined == {"plain_customers": 2} and again.skipped == 0
     assert [r["id"] for r in lake.view("plain_customers", order="id")] == [1005, 1006]
+
+
+def test_a_topic_whose_deletes_turn_to_bare_tombstones_stays_so_past_a_swap_begun_before(lake):
+    """A topic whose deletes begin to come as bare Kafka tombstones (ExtractNewRecordState set up later, with its
+    default delete handling) is remembered so, also when a compactor of the table swapped a version meanwhile. A swap
+    writes the table's properties back as it read them, its own version among them: the metastore's alter_table
+    replaces them all, so a property the lander set after that read is gone. A later batch of tombstones alone must
+    still wait in quarantine, not be skipped as the deletes of a topic whose rows carry a delete marker."""
+    lake.configure(tables={"plain_customers": {"topic": "plain.inventory.customers"}})
+    plain = Kcat("plain.inventory.customers")
+    marked = ("__op", "__table")  # the rows say `__deleted`: a delete is a row, its tombstone is skipped
+    bare = tuple(f["field"] for f in UNWRAP["create_value"]["schema"]["fields"] if f["field"].startswith("__"))
+    lake.write([plain(_key(1005), _flat({**_customer(1005, "Bob", "B", "bob@x"), "__lsn": 26850000}, drop=marked))])
+    lake.land()
+    base = f"`{lake.database}`.`plain_customers_base`"
+    read_by_the_swap = _lakecompact_properties(lake, base)
+
+    lake.write([plain(_key(1006), _flat(_customer(1006, "Carl", "C", "carl@x"), drop=bare))], name="bare.jsonl")
+    assert lake.land().rows_out == {"plain_customers": 1}
+    # the swap's write: the properties as it read them before that land, none set since kept
+    since = [name for name in _lakecompact_properties(lake, base) if name not in read_by_the_swap]
+    if since:
+        lake.spark.sql(f"ALTER TABLE {base} UNSET TBLPROPERTIES ({', '.join(repr(n) for n in since)})")
+    lake.spark.sql(f"ALTER TABLE {base} SET TBLPROPERTIES "
+                   f"({', '.join(f'{n!r} = {v!r}' for n, v in read_by_the_swap.items())})")
+
+    lake.write([plain(_key(1006), None)], name="tombstone.jsonl")
+    report = lake.land()
+    assert report.quarantined == {"plain_customers": 1} and report.skipped == 0
+    assert [r["id"] for r in lake.view("plain_customers", order="id")] == [1005, 1006]
+
+
+def _lakecompact_properties(lake, table):
+    return {name: value for name, value in lake.spark.sql(f"SHOW TBLPROPERTIES {table}").collect()
+            if name.startswith("lakecompact.")}
+
+
+def test_a_lake_landed_into_before_keeps_the_delete_form_it_kept_as_a_table_property(lake):
+    """Lakes landed into by an earlier lakecompact kept how a table's deletes come as the `lakecompact.deletes` table
+    property: read from there while the table's state has no record, and recorded there once read."""
+    lake.configure(tables={"plain_customers": {"topic": "plain.inventory.customers"}})
+    plain = Kcat("plain.inventory.customers")
+    bare = tuple(f["field"] for f in UNWRAP["create_value"]["schema"]["fields"] if f["field"].startswith("__"))
+    lake.write([plain(_key(1005), _flat(_customer(1005, "Bob", "B", "bob@x"), drop=bare))])
+    lake.land()
+    recorded = lake.tmp / "warehouse" / lake.database / "plain_customers" / "_state" / "deletes.json"
+    assert json.loads(recorded.read_text()) == {"deletes": "tombstones"}
+    recorded.unlink()  # as an earlier lakecompact left it: the table property only
+    lake.spark.sql(f"ALTER TABLE `{lake.database}`.`plain_customers_base` "
+                   "SET TBLPROPERTIES ('lakecompact.deletes' = 'tombstones')")
+
+    lake.write([plain(_key(1005), None)], name="tombstone.jsonl")
+    assert lake.land().quarantined == {"plain_customers": 1}
+    assert json.loads(recorded.read_text()) == {"deletes": "tombstones"}
