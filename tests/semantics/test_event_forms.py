@@ -53,6 +53,8 @@ def _pick(rows, columns):
 
 # -- ExtractNewRecordState ---------------------------------------------------------------------------------
 UNWRAP = _json("unwrap_3x_RECONSTRUCTED_rewrite_add_fields.json")
+# the rewritten value's added fields: without them a row is ExtractNewRecordState's default, which marks no delete
+BARE = tuple(f["field"] for f in UNWRAP["create_value"]["schema"]["fields"] if f["field"].startswith("__"))
 FLAT = Kcat("flat.inventory.customers")
 PG_KEY = _json("pg_3x_RECONSTRUCTED_key.json")
 
@@ -237,11 +239,10 @@ def test_tombstone_only_deletes_of_a_flattened_topic_are_kept_not_skipped(lake):
     lake.configure(tables={"plain_customers": {"topic": "plain.inventory.customers"},
                            "flat_customers": {"topic": "flat.inventory.customers"}})
     plain = Kcat("plain.inventory.customers")
-    bare = tuple(f["field"] for f in UNWRAP["create_value"]["schema"]["fields"] if f["field"].startswith("__"))
     rewrite, _ = _flat_batches()
     lake.write([
-        plain(_key(1005), _flat(_customer(1005, "Bob", "B", "bob@x"), drop=bare)),
-        plain(_key(1006), _flat(_customer(1006, "Carl", "C", "carl@x"), drop=bare)),
+        plain(_key(1005), _flat(_customer(1005, "Bob", "B", "bob@x"), drop=BARE)),
+        plain(_key(1006), _flat(_customer(1006, "Carl", "C", "carl@x"), drop=BARE)),
         plain(_key(1005), None),
         *rewrite,
         FLAT(_key(1006), _flat({**_customer(1006, "Carl", "C", "carl@x"), "__deleted": "true", "__lsn": 26852000},
@@ -273,13 +274,12 @@ def test_a_topic_whose_deletes_turn_to_bare_tombstones_stays_so_past_a_swap_begu
     lake.configure(tables={"plain_customers": {"topic": "plain.inventory.customers"}})
     plain = Kcat("plain.inventory.customers")
     marked = ("__op", "__table")  # the rows say `__deleted`: a delete is a row, its tombstone is skipped
-    bare = tuple(f["field"] for f in UNWRAP["create_value"]["schema"]["fields"] if f["field"].startswith("__"))
     lake.write([plain(_key(1005), _flat({**_customer(1005, "Bob", "B", "bob@x"), "__lsn": 26850000}, drop=marked))])
     lake.land()
     base = f"`{lake.database}`.`plain_customers_base`"
     read_by_the_swap = _lakecompact_properties(lake, base)
 
-    lake.write([plain(_key(1006), _flat(_customer(1006, "Carl", "C", "carl@x"), drop=bare))], name="bare.jsonl")
+    lake.write([plain(_key(1006), _flat(_customer(1006, "Carl", "C", "carl@x"), drop=BARE))], name="bare.jsonl")
     assert lake.land().rows_out == {"plain_customers": 1}
     # the swap's write: the properties as it read them before that land, none set since kept
     since = [name for name in _lakecompact_properties(lake, base) if name not in read_by_the_swap]
@@ -304,8 +304,7 @@ def test_a_lake_landed_into_before_keeps_the_delete_form_it_kept_as_a_table_prop
     property: read from there while the table's state has no record, and recorded there once read."""
     lake.configure(tables={"plain_customers": {"topic": "plain.inventory.customers"}})
     plain = Kcat("plain.inventory.customers")
-    bare = tuple(f["field"] for f in UNWRAP["create_value"]["schema"]["fields"] if f["field"].startswith("__"))
-    lake.write([plain(_key(1005), _flat(_customer(1005, "Bob", "B", "bob@x"), drop=bare))])
+    lake.write([plain(_key(1005), _flat(_customer(1005, "Bob", "B", "bob@x"), drop=BARE))])
     lake.land()
     recorded = lake.tmp / "warehouse" / lake.database / "plain_customers" / "_state" / "deletes.json"
     assert json.loads(recorded.read_text()) == {"deletes": "tombstones"}
