@@ -11,6 +11,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakecompact import sql
+from lakecompact.compaction.manifest import Manifests
 from lakecompact.config import Config
 from lakecompact.errors import LakecompactError, UnknownTable
 from lakecompact.identifiers import column_list, qualified
@@ -67,10 +68,13 @@ class TablePaths:
 
     @property
     def archive(self) -> str:
+        """Where lakes made before the archive stayed in place moved consumed increments to (read, never written)."""
         return f"{self.root}/archive"
 
     def archived(self, hour: str, batch: int) -> str:
-        return f"{self.archive}/hour={hour}/batch={batch}"
+        """A consumed increment stays where it was landed: it is archived by being out of `<t>_increments` and at
+        or below the current manifest's last batch (DESIGN "Commit protocols"), so no store moves its objects."""
+        return self.increment(hour, batch)
 
     @property
     def changes_root(self) -> str:
@@ -108,6 +112,13 @@ class TablePaths:
     def compaction_lock(self) -> str:
         """Held while the table is compacted; still there after a compactor was killed."""
         return f"{self.state}/compact.lock"
+
+
+def published_feed_versions(names: list[str], base_version: int) -> list[int]:
+    """The change feed's versions among the names in its folder: a version's feed is written before its manifest,
+    so a folder above the current base version is a compaction's that has not committed (or was rolled back)."""
+    versions = (int(name[len("v="):]) for name in names if name.startswith("v="))
+    return sorted(v for v in versions if v <= base_version)
 
 
 class Catalog:
@@ -259,12 +270,13 @@ class Catalog:
             self.run("drop_table.sql.j2", table=table)  # external: the files stay
         template, context = self._statements(schema)["changes"]
         self.run(template, **context)
-        # the published versions are the folders (a compaction renames a version's folder into place before it
-        # adds the partition), looked at after the table is back: a version a compaction published meanwhile
-        # (it holds the table's lock, not the land's) is either among them or added by that compaction
+        # the published versions are the folders of committed versions (a compaction writes a version's feed
+        # before its manifest and adds the partition after), looked at after the table is back: a version a
+        # compaction published meanwhile (it holds the table's lock, not the land's) is either among them or added
+        # by that compaction
         paths = self.paths(schema.table)
-        published = [int(name[len("v="):]) for name in self.storage.list_names(paths.changes_root)
-                     if name.startswith("v=")]
+        committed = Manifests(self.storage, f"{paths.state}/manifests").versions()
+        published = published_feed_versions(self.storage.list_names(paths.changes_root), max(committed, default=0))
         self.add_partitions(table, [([(CHANGE_PARTITION[0], v)], paths.changes(v)) for v in published])
 
     def add_columns(self, schema: TableSchema, added: list[tuple[str, str]]) -> None:

@@ -18,6 +18,7 @@ import sqlglot
 
 from lakecompact.crashpoints import STEPS
 from tests.support.debezium import DATE, INT, TEXT, Topic, decimal, decimal_wire, write_kcat
+from tests.support.layout import archived_batches, batch_folders, unconsumed_batches
 from tests.test_cli import ROOT, days, minimal_config
 from tests.test_cli import lakecompact as run
 
@@ -101,6 +102,6 @@ def test_the_command_line_contract_with_kills_inside_land_and_compact(tmp_path):
     table = tmp_path / "warehouse" / "lake" / "public_items"
     assert sorted(p.name for p in (table / "base").iterdir()) == ["v=1"]  # no orphan version
     assert not (table / "changes" / "_staging").exists() or not any((table / "changes" / "_staging").iterdir())
-    assert not any((table / "increments").glob("hour=*/batch=*"))  # everything consumed was archived
-    assert [p.name for p in (table / "archive").glob("hour=*/batch=*")] == ["batch=1"]  # landed once
+    assert not unconsumed_batches(table)  # everything landed was consumed, and archived
+    assert batch_folders(table) == ["batch=1"] and archived_batches(table) == [1]  # landed once
     assert not (tmp_path / "warehouse" / "lake" / "_state" / "land-intent.json").exists()

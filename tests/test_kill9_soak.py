@@ -23,6 +23,7 @@ import pytest
 from lakecompact.crashpoints import STEPS
 from tests.semantics.reference import expected_view
 from tests.support.databases import database_name, lake_config
+from tests.support.layout import archived_batches, batch_folders, unconsumed_batches
 from tests.test_cli import ROOT
 from tests.test_run import Source, deliver
 
@@ -99,10 +100,10 @@ class Lake:
         assert {d.name for d in (self.table / "base").iterdir()} == {r.split("/")[0] for r in referenced}
         feeds = {d.name for d in (self.table / "changes").glob("v=*")}
         assert feeds <= {f"v={v}" for v in kept}, feeds
-        pending = {d.name for d in (self.table / "increments").glob("hour=*/batch=*")}
-        archived = [d.name for d in (self.table / "archive").glob("hour=*/batch=*")]
+        pending = unconsumed_batches(self.table)
         assert not pending, f"left pending after a compaction: {pending}"
-        assert sorted(archived, key=lambda n: int(n.split("=")[1])) == [f"batch={n}" for n in range(1, landed_batches + 1)]
+        assert batch_folders(self.table) == [f"batch={n}" for n in range(1, landed_batches + 1)]
+        assert archived_batches(self.table) == list(range(1, landed_batches + 1))
 
     def deliver_round(self) -> None:
         """A file of changes to keys 1-8, with redeliveries of earlier lines, shuffled."""
@@ -171,6 +172,6 @@ def test_twenty_random_kills_in_one_history_end_exact(tmp_path, metastore_uri):
     lake.must("land")
     lake.must("compact")
     lake.check_exact()
-    batches = len(list((lake.table / "archive").glob("hour=*/batch=*")))
+    batches = len(archived_batches(lake.table))
     lake.check_no_orphans(landed_batches=batches)
     assert "nothing new to land" in lake.must("land")

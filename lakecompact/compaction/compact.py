@@ -6,7 +6,8 @@ Per table, under its lock (DESIGN "Commit protocols"):
 2. read the pending increments and only the base buckets they touch;
 3. resolve the latest state per key with the same SQL as the view, write base vN+1 for those buckets;
 4. write the manifest (the version now exists), point the touched `<t>_base` partitions at vN+1;
-5. drop and archive the consumed increments; keep K versions and collect older folders.
+5. publish the version's change feed, archive the consumed increments (out of `<t>_increments`, left in place);
+   keep K versions and collect older folders.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from lakecompact.schema.model import (
 )
 from lakecompact.semantics import semantics_context
 from lakecompact.spark import write_counted
-from lakecompact.storage import exclusive_lock
+from lakecompact.storage import exclusive_lock, is_object_store
 from lakecompact.views.definition import refresh_view_as_saved
 
 __all__ = ["VERSION_PROPERTY", "CompactReport", "Compactor", "compact", "rollback"]
@@ -449,9 +450,9 @@ class Compactor:
         self, version: int, *, before: DataFrame, after: DataFrame | None, increments: DataFrame,
         touched: DataFrame | None, truncated: bool, events: int, resolved: DataFrame | None,
     ) -> None:
-        """Staged beside the feed; published (one rename) only once the version is committed. One file per
-        FEED_EVENTS_PER_FILE events applied (as many changes at most, bar a truncate's deletes)."""
-        staging = self.paths.changes_staging(version)
+        """Written before the version's manifest, published after it. One file per FEED_EVENTS_PER_FILE events
+        applied (as many changes at most, bar a truncate's deletes)."""
+        staging = self._feed_staging(version)
         self.storage.delete(staging)
         if self.settings.change_feed == "off":
             return
@@ -462,9 +463,17 @@ class Compactor:
         )
         frame.write.parquet(staging)
 
+    def _feed_staging(self, version: int) -> str:
+        """Where a version's feed is written: beside the feed, to appear in it whole by one folder rename for the
+        streams that tail its folder; on an object store, where a folder's rename copies every object, in place,
+        where only the partition of `<t>_changes` (added once the version is committed) publishes it."""
+        if is_object_store(self.paths.root):
+            return self.paths.changes(version)
+        return self.paths.changes_staging(version)
+
     def _publish_changes(self, version: int) -> None:
-        staging, final = self.paths.changes_staging(version), self.paths.changes(version)
-        if self.storage.exists(staging):
+        staging, final = self._feed_staging(version), self.paths.changes(version)
+        if staging != final and self.storage.exists(staging):
             self.storage.delete(final)
             self.storage.rename(staging, final)
         if self.storage.exists(final):
@@ -509,13 +518,9 @@ class Compactor:
     def _archive(self, consumed: tuple[tuple[str, int], ...]) -> None:
         if not consumed:
             return
-        # DROP IF EXISTS: a batch a crashed run already dropped is skipped by the metastore
+        # DROP IF EXISTS: a batch a crashed run already dropped is skipped by the metastore. The folders stay where
+        # they are (TablePaths.archived)
         self.catalog.drop_partitions(self.increments_table, [[("__hour", h), ("__batch", b)] for h, b in consumed])
-        for hour, batch in consumed:
-            source = self.paths.increment(hour, batch)
-            if self.storage.exists(source):
-                self.storage.delete(self.paths.archived(hour, batch))
-                self.storage.rename(source, self.paths.archived(hour, batch))
         self.catalog.refresh(self.increments_table)
 
     def _collect_garbage(self, current: Manifest) -> None:
@@ -549,6 +554,7 @@ class Compactor:
                 self.storage.delete(self.paths.changes_staging(int(name[2:])))
         dropped = []
         for name in self.storage.list_names(self.paths.changes_root):
+            # above the current version: a crashed compaction's feed, written in place before its manifest
             if name.startswith("v=") and int(name[2:]) not in kept:
                 dropped.append(int(name[2:]))
                 self.storage.delete(self.paths.changes(int(name[2:])))
@@ -571,15 +577,11 @@ class Compactor:
                     f"(keep_versions = {self.settings.keep_versions})"
                 )
             self._require_archived(current, previous)
-            # until the manifest is retired, a crash must leave recovery to do (move the batches back to the
-            # archive), or the next compaction would take them as pending and apply them twice
+            # until the manifest is retired, a crash must leave recovery to do (drop the batches from the increments
+            # again), or the next compaction would take them as pending and apply them twice
             self.storage.delete(self.paths.finished)
-            restored = []
-            for hour, batch in current.consumed:
-                archived = self.paths.archived(hour, batch)
-                if self.storage.exists(archived):
-                    self.storage.rename(archived, self.paths.increment(hour, batch))
-                restored.append(([("__hour", hour), ("__batch", batch)], self.paths.increment(hour, batch)))
+            restored = [([("__hour", hour), ("__batch", batch)], self.paths.increment(hour, batch))
+                        for hour, batch in current.consumed]
             self.catalog.add_partitions(self.increments_table, restored)
             self.manifests.retire(current.version)
             self._point_base_at(previous)
@@ -594,10 +596,9 @@ class Compactor:
         return previous.version
 
     def _require_archived(self, current: Manifest, previous: Manifest) -> None:
-        """Every batch the version folded in, in the archive (or back among the increments, by a rollback that
-        crashed): a batch made pending again without its folder would be left out of every read, silently."""
-        gone = _first_gone(current.consumed, lambda hour, batch: not self.storage.exists(self.paths.archived(hour, batch))
-                           and not self.storage.exists(self.paths.increment(hour, batch)))
+        """Every batch the version folded in is still in the archive: a batch made pending again without its folder
+        would be left out of every read, silently."""
+        gone = _first_gone(current.consumed, lambda hour, batch: not self.storage.exists(self.paths.archived(hour, batch)))
         if gone is not None:
             (hour, batch), others = gone
             raise MissingFile(

@@ -24,6 +24,13 @@ class Manifest:
     consumed: tuple[tuple[str, int], ...] = ()  # (hour, batch) of the increments folded in
     stats: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def last_batch(self) -> int:
+        """The highest batch this version folded in (0: none). Batches are numbered in landing order and every
+        compaction folds in all that are registered, so each batch at or below it is in this version or an
+        earlier one: archived (DESIGN "Commit protocols")."""
+        return max((batch for _, batch in self.consumed), default=0)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "version": self.version,

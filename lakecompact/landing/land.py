@@ -600,33 +600,27 @@ class Landing:
         )
 
     def _write_quarantine(self, quarantine: list[tuple[str | None, DataFrame]], batch: int) -> dict[str, int]:
-        """Every table's rejected events of the batch in one write (one Spark job, counted per table as written),
-        then each table's part moved to `<its quarantine>/batch=N`; {table (UNPLACED: of no table): count}."""
-        if not quarantine:
-            return {}
-        tables = sorted({table or UNPLACED for table, _ in quarantine})
-        staging = f"{self.catalog.root}/_state/quarantine-staging/batch={batch}"
-        self.storage.delete(staging)  # a crashed attempt's
-        rows = _union([
-            rejected.select(*QUARANTINE_COLUMNS, F.lit(tables.index(table or UNPLACED)).alias("__table"))
-            for table, rejected in quarantine
-        ])
-        counts = write_counted(
-            rows,
-            lambda frame: frame.write.partitionBy("__table").parquet(staging),
-            lambda: self.spark.read.schema(f"{QUARANTINE_SCHEMA}, __table INT").parquet(staging),
-            **{f"table{n}": F.count(F.when(F.col("__table") == n, 1)) for n in range(len(tables))},
-        )
+        """Each table's rejected events of the batch written to `<its quarantine>/batch=N` (counted as written),
+        in place: a crash leaves the batch uncommitted, and its rerun writes the folder again; {table (UNPLACED:
+        of no table): count}."""
+        by_table: dict[str, list[DataFrame]] = {}
+        for table, rejected in quarantine:
+            by_table.setdefault(table or UNPLACED, []).append(rejected.select(*QUARANTINE_COLUMNS))
         quarantined = {}
-        for n, name in enumerate(tables):
+        for name, frames in sorted(by_table.items()):
             target = f"{self.catalog.quarantine(None if name == UNPLACED else name)}/batch={batch}"
-            self.storage.delete(target)
-            if counts[f"table{n}"]:
-                self.storage.mkdirs(target.rsplit("/", 1)[0])
-                self.storage.rename(f"{staging}/__table={n}", target)
-                self.storage.write_json(folder_stats(target), {"rows": counts[f"table{n}"]}, overwrite=True)
-                quarantined[name] = counts[f"table{n}"]
-        self.storage.delete(staging)
+            self.storage.delete(target)  # a crashed attempt's
+            count = write_counted(
+                _union(frames),
+                lambda frame, target=target: frame.write.parquet(target),
+                lambda target=target: self.spark.read.schema(QUARANTINE_SCHEMA).parquet(target),
+                rows=F.count(F.lit(1)),
+            )["rows"]
+            if count:
+                self.storage.write_json(folder_stats(target), {"rows": count}, overwrite=True)
+                quarantined[name] = count
+            else:
+                self.storage.delete(target)
         return quarantined
 
 

@@ -28,7 +28,7 @@ from lakecompact.landing.land import land
 from lakecompact.report import plain, say, seconds_since, warn
 from lakecompact.service import metrics
 from lakecompact.service.policy import compaction_due
-from lakecompact.storage import LocalFiles
+from lakecompact.storage import LocalFiles, lock_holder
 from lakecompact.views.status import status, table_of
 
 # land steps failing in a row before `run` gives up (exit non-zero: a supervisor restarts it, and the
@@ -148,7 +148,7 @@ class Service:
         (A land killed half-way is finished by the first land step: it lands the same batch again.)"""
         catalog = Catalog(None if self._files_only else self.spark, self.config)
         for table in catalog.tables():
-            if catalog.storage.exists(catalog.paths(table).compaction_lock):
+            if lock_holder(catalog.storage, catalog.paths(table).compaction_lock) is not None:
                 say(f"run: {table}: a compaction was interrupted; finishing it")
                 compact(self.spark, self.config, [table], skip_busy=True)
 

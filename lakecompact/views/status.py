@@ -13,7 +13,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from lakecompact.catalog import UNPLACED, Catalog, TablePaths
+from lakecompact.catalog import UNPLACED, Catalog, TablePaths, published_feed_versions
 from lakecompact.compaction.manifest import Manifests
 from lakecompact.config import Config
 from lakecompact.report import say, shown
@@ -34,10 +34,10 @@ def status(spark: SparkSession | None, config: Config) -> list[dict[str, Any]]:
         latest = manifests.latest(0)
         current = latest if latest.version else None  # version 0: never compacted
         stats = current.stats if current else {}
-        consumed = set(current.consumed) if current else set()
+        archived_up_to = current.last_batch if current else 0
         pending = [
-            folder for (hour, batch), folder in batch_folders(catalog, paths.increments)
-            if batch <= landed_batches and (hour, batch) not in consumed
+            folder for (_, batch), folder in batch_folders(catalog, paths.increments)
+            if archived_up_to < batch <= landed_batches
         ]
         pending_stats = [folder_counts(catalog, folder) for folder in pending]
         seen = [stats.get("max_source_ts_ms"), *(s.get("max_source_ts_ms") for s in pending_stats if s)]
@@ -50,7 +50,7 @@ def status(spark: SparkSession | None, config: Config) -> list[dict[str, Any]]:
             "pending_batches": len(pending),
             "pending_events": _total(pending_stats),
             "quarantined": _quarantined(catalog, paths.quarantine),
-            "change_feed_versions": _feed_versions(catalog, paths),
+            "change_feed_versions": _feed_versions(catalog, paths, current.version if current else 0),
             "last_compaction": stats.get("created_at"),
             "last_compaction_seconds": stats.get("seconds"),
             "last_compaction_rows_written": stats.get("rows_written"),
@@ -115,9 +115,8 @@ def _quarantined(catalog: Catalog, root: str) -> int | None:
     return _total([folder_counts(catalog, folder) for folder in batches])
 
 
-def _feed_versions(catalog: Catalog, paths: TablePaths) -> list[int]:
-    names = catalog.storage.list_names(paths.changes_root)
-    return sorted(int(name[2:]) for name in names if name.startswith("v="))
+def _feed_versions(catalog: Catalog, paths: TablePaths, base_version: int) -> list[int]:
+    return published_feed_versions(catalog.storage.list_names(paths.changes_root), base_version)
 
 
 def _iso(ts_ms: int | None) -> str | None:

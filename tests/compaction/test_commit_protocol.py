@@ -20,6 +20,7 @@ from lakecompact.views.status import status
 from tests.support.crash import Crash, crash_once
 from tests.support.databases import database_name
 from tests.support.debezium import INT, TEXT, Topic
+from tests.support.layout import archived_batches
 
 T = "public_items"
 
@@ -56,7 +57,7 @@ def manifest_versions(lake) -> list[int]:
 
 
 def archived(lake) -> list[int]:
-    return sorted(int(p.name.split("=")[1]) for p in (table_dir(lake) / "archive").glob("hour=*/batch=*"))
+    return archived_batches(table_dir(lake))
 
 
 def base_ids(lake) -> list[int]:

@@ -17,6 +17,7 @@ import pytest
 from tests.semantics.reference import expected_view
 from tests.support.crash import stop_at
 from tests.support.databases import database_name, lake_config
+from tests.support.layout import archived_batches, batch_folders
 from tests.test_cli import lakecompact as command
 from tests.test_run import Source, read_views
 
@@ -76,5 +77,5 @@ def test_land_names_kafka_brokers_that_are_gone_and_lands_exactly_once_they_are_
     changes = sum(line["payload"] is not None for line in first + second)  # Kafka tombstones are no change
     assert f"compact {TABLE}: base v0 -> v1: {changes} events from 2 batch(es)" in compacted.stdout, compacted.stdout
     assert read_views(config, database, [TABLE])[TABLE] == expected_view(source.model)
-    archive = Path(tmp_path / "warehouse" / database / TABLE / "archive")
-    assert sorted(p.name for p in archive.glob("hour=*/batch=*")) == ["batch=1", "batch=2"]  # each landed once
+    table = Path(tmp_path / "warehouse" / database / TABLE)
+    assert batch_folders(table) == ["batch=1", "batch=2"] and archived_batches(table) == [1, 2]  # each landed once
