@@ -166,8 +166,8 @@ class Storage:
                                                        "(If-None-Match: *) was to leave alone")
             finally:
                 self.delete(probe)
-        stream = self._fs(path).createFile(self._path(path)).overwrite(False).must(CONDITIONAL_CREATE, True).build()
         try:
+            stream = self._fs(path).createFile(self._path(path)).overwrite(False).must(CONDITIONAL_CREATE, True).build()
             stream.write(bytearray(text.encode("utf-8")))
             stream.close()  # the PUT, and the store's answer
         except Py4JJavaError as error:
@@ -283,7 +283,7 @@ def exclusive_lock(storage: Storage, path: str, subject: str, *, lease_seconds: 
     process is gone (killed, say), or ran on another host and has not renewed it for `lease_seconds`; a live
     holder's lock on this host is never touched. On a file system the lock is a file created exclusively whose
     modification time is the lease; on an object store, which has neither, a series of objects each created
-    only if it does not exist yet (DESIGN "Locks").
+    only if it does not exist yet (README "Running in production").
     """
     lock = _GenerationLock(storage, path) if is_object_store(path) else _FileLock(storage, path)
     owner = f"pid {os.getpid()} on {socket.gethostname()} by {getpass.getuser()} since {datetime.now(UTC):%Y-%m-%d %H:%M:%S}Z"
