@@ -50,21 +50,25 @@ class Context:
         _quiet_query_errors(self.args)
         return create_session(self.config, wait=not self.args.no_wait, verbose=self.args.verbose, one_shot=True)
 
-    def outage(self, error: BaseException):
-        """The one-line error for a failure that says the shared metastore or the Kafka brokers are gone (None:
-        another failure)."""
-        from lakecompact.landing import kafka
-        from lakecompact.thrift_metastore import as_outage
+    def known_error(self, error: BaseException) -> LakecompactError | None:
+        """The one-line error for a failure of Spark that says what is wrong (None: another failure): the s3a
+        client missing from the class path or its endpoint gone, the shared metastore or the Kafka brokers gone, a
+        file gone."""
+        if "pyspark" in sys.modules and "config" in self.__dict__:  # else no Spark ran: none of Spark's failures
+            from lakecompact.landing import kafka
+            from lakecompact.spark import as_object_store_error
+            from lakecompact.thrift_metastore import as_outage
 
-        if "config" not in self.__dict__:
-            return None
-        return as_outage(error, self.config.metastore) or kafka.as_outage(error, self.config.source)
+            # the s3a client's first: a refused connection to the S3 endpoint is one of the metastore's signs too
+            known = (as_object_store_error(error, self.config) or as_outage(error, self.config.metastore)
+                     or kafka.as_outage(error, self.config.source))
+            if known is not None:
+                return known
+        return as_missing_file(error, self.args.command)
 
     def files_only(self):
         """For commands that read the lake's files only: no session (no JVM) when the warehouse is local."""
-        from lakecompact.storage import LocalFiles
-
-        return None if LocalFiles.is_local(self.config.warehouse) else self.spark
+        return None if config_module.is_local(self.config.warehouse) else self.spark
 
 
 @dataclass(frozen=True)
@@ -381,8 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         try:
             handler(args, context)
-        except Exception as exc:  # Spark's exceptions: only an outage or a missing file becomes one line
-            known = context.outage(exc) or as_missing_file(exc, args.command)
+        except Exception as exc:  # Spark's exceptions: only those that say what is wrong become one line
+            known = context.known_error(exc)
             if known is None:
                 raise
             raise known from exc

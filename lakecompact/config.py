@@ -29,6 +29,15 @@ SourceKind = Literal["files", "kafka"]
 ChangeFeedMode = Literal["net", "events", "off"]
 HookKind = Literal["python", "command", "http"]
 HOOK_KINDS: tuple[str, ...] = typing.get_args(HookKind)
+S3Committer = Literal["magic", "directory", "partitioned"]
+S3_COMMITTERS: tuple[str, ...] = typing.get_args(S3Committer)
+# [spark.conf] settings that name a shared metastore themselves (a Hive, JDBC or AWS Glue one)
+METASTORE_SPARK_KEYS = (
+    "spark.hadoop.hive.metastore.uris",
+    "spark.hive.metastore.uris",
+    "spark.hadoop.javax.jdo.option.ConnectionURL",
+    "spark.hadoop.hive.metastore.client.factory.class",
+)
 
 TOAST_PLACEHOLDER = "__debezium_unavailable_value"
 
@@ -77,6 +86,27 @@ class HookConfig:
         return self.name or (f"http:{url_without_path(self.target)}" if self.kind == "http" else self.id)
 
 
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+_FILE_URI = re.compile(r"file:(//[^/]*)?", re.IGNORECASE)  # file:/a, file:///a, file://localhost/a
+
+
+def scheme(location: str) -> str:
+    """The URI scheme of a warehouse or source path, lower-cased ("" for a plain path)."""
+    found = _SCHEME.match(location)
+    return found[1].lower() if found else ""
+
+
+def is_local(location: str) -> bool:
+    """Whether a warehouse or source path is on this machine's disk: a plain path or a file: URI (file:/a,
+    file:///a). Any other scheme (s3a://, hdfs://, gs://, abfs://) is a remote file system."""
+    return scheme(location) in ("", "file")
+
+
+def local_path(location: str) -> Path:
+    """The path on this machine's disk of a plain path or a file: URI."""
+    return Path(_FILE_URI.sub("", location, count=1) if scheme(location) == "file" else location)
+
+
 def url_without_path(url: str) -> str:
     """scheme://host[:port]/… : what a message may show of a URL (no user, password, path or query)."""
     parts = urllib.parse.urlsplit(url)
@@ -117,6 +147,25 @@ class RegistryConfig:
     @property
     def subject_pattern(self) -> str:
         return SUBJECT_STRATEGIES.get(self.subject_format, self.subject_format)
+
+
+@dataclass(frozen=True)
+class S3Config:
+    """How Hadoop's s3a client reaches S3 or an S3-compatible store (MinIO, Ceph): the `spark.hadoop.fs.s3a.*`
+    settings, under the user's [spark.conf]. `endpoint` empty: AWS's own. No keys: the s3a client's own
+    credential chain (environment, instance role). `committer`: the S3A committer of an s3a:// warehouse's writes.
+    """
+
+    endpoint: str = ""
+    region: str = ""
+    path_style_access: bool = False
+    access_key: str = field(default="", repr=False)  # secrets: never printed
+    secret_key: str = field(default="", repr=False)
+    session_token: str = field(default="", repr=False)
+    committer: S3Committer = "magic"
+
+    def __post_init__(self) -> None:
+        _check(self, "s3")
 
 
 @dataclass(frozen=True)
@@ -213,6 +262,7 @@ class Config:
     defaults: TableConfig = field(default_factory=TableConfig)
     tables: dict[str, TableConfig] = field(default_factory=dict)
     registry: RegistryConfig | None = None
+    s3: S3Config | None = None
     hooks: tuple[HookConfig, ...] = ()
     run: RunConfig = field(default_factory=RunConfig)
     locks: LocksConfig = field(default_factory=LocksConfig)
@@ -381,6 +431,24 @@ def _check(section: Any, where: str) -> None:
         _require(not section.password or bool(section.username), f"{at}username",
                  "a user name when registry.password is set", section.username)
         _check_subject_format(section.subject_pattern, f"{at}subject_format")
+    elif isinstance(section, S3Config):
+        endpoint = section.endpoint
+        parts = _url_parts(endpoint)
+        _require(endpoint == "" or (parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname)
+                                    and parts.username is None),
+                 f"{at}endpoint", "an http:// or https:// URL without a user or password (empty: AWS's own)",
+                 endpoint if "@" not in str(endpoint) else None)  # a URL with a password in it is not echoed
+        _require(isinstance(section.region, str), f"{at}region", "a string such as \"eu-west-1\"", section.region)
+        _require(isinstance(section.path_style_access, bool), f"{at}path_style_access", "true or false",
+                 section.path_style_access)
+        for name in ("access_key", "secret_key", "session_token"):  # the value is never shown
+            _require(isinstance(getattr(section, name), str), f"{at}{name}", "a string (the value is a secret: not shown)")
+        _require(bool(section.access_key) == bool(section.secret_key), f"{at}secret_key",
+                 f"both {at}access_key and {at}secret_key, or neither (the s3a client's own credential chain)")
+        _require(not section.session_token or bool(section.access_key), f"{at}access_key",
+                 f"{at}access_key and {at}secret_key with {at}session_token (temporary credentials)")
+        _require(section.committer in S3_COMMITTERS, f"{at}committer", f"one of {', '.join(S3_COMMITTERS)}",
+                 section.committer)
     elif isinstance(section, TableConfig):
         _require(1 <= section.buckets < DELTA_BUCKETS_FROM, f"{at}buckets",
                  f"a whole number from 1 to {DELTA_BUCKETS_FROM - 1}", section.buckets)
@@ -426,11 +494,12 @@ def _check(section: Any, where: str) -> None:
                  "a number of seconds >= 10 (a holder renews its lease every quarter of it)", section.lease_seconds)
     elif isinstance(section, Config):
         _require(bool(section.warehouse), "warehouse", "a path or URI for the lake's root")
-        _require("://" in section.warehouse or section.warehouse.startswith("/"),
+        _require(local_path(section.warehouse).is_absolute() if is_local(section.warehouse) else "://" in section.warehouse,
                  "warehouse", "an absolute path or a URI such as s3a://bucket/lake", section.warehouse)
         _require(bool(_IDENTIFIER.match(section.database)), "database", "a database name of letters, digits and _", section.database)
         _check(section.source, "source")
         _check(section.metastore, "metastore")
+        _check_shared_metastore(section)
         _check(section.naming, "naming")
         _check(section.defaults, "defaults")
         _check(section.run, "run")
@@ -439,6 +508,26 @@ def _check(section: Any, where: str) -> None:
             _check(table, f"tables.{name}")
     else:
         raise TypeError(f"no rules for {type(section).__name__}")
+
+
+def _url_parts(url: Any) -> urllib.parse.SplitResult | None:
+    try:
+        return urllib.parse.urlsplit(url) if isinstance(url, str) else None
+    except ValueError:  # an unclosed [ of an IPv6 address
+        return None
+
+
+def _check_shared_metastore(config: Config) -> None:
+    """Spark keeps an embedded Derby metastore on the local disk (in the working directory when the warehouse is
+    not there): a remote warehouse needs a metastore that all its jobs share."""
+    metastore = config.metastore
+    if is_local(config.warehouse) or metastore.uri or metastore.jdbc_url:
+        return
+    if any(key in config.spark.conf for key in METASTORE_SPARK_KEYS):
+        return
+    raise ConfigError("metastore", '[metastore] uri = "thrift://host:port" (or jdbc_url = "jdbc:…") for a warehouse '
+                      f"on {scheme(config.warehouse)}://", hint="an embedded metastore lives on the local disk, "
+                      "not with the warehouse: Spark would create it in the working directory")
 
 
 def _check_subject_format(pattern: str, key: str) -> None:

@@ -72,6 +72,26 @@ class MetastoreUnavailable(ServiceUnavailable):
         super().__init__(f"the Hive metastore {uri} did not answer within {seconds:.0f}s; last: {last}")
 
 
+class ObjectStoreUnavailable(ServiceUnavailable):
+    """The S3 endpoint did not answer, or refused the credentials (named by their keys, never their values)."""
+
+    def __init__(self, endpoint: str, problem: str, last: str):
+        self.endpoint, self.problem, self.last = endpoint, problem, last
+        super().__init__(f"the S3 endpoint {endpoint} {problem}; last: {last}")
+
+
+class MissingObjectStoreClient(LakecompactError):
+    """The s3a client (hadoop-aws and the AWS SDK) or Spark's S3A committers (spark-hadoop-cloud) are not on Spark's
+    class path."""
+
+    def __init__(self, missing: str, packages: str):
+        self.missing, self.packages = missing, packages
+        super().__init__(
+            f"the s3a client or Spark's S3A committers are not on Spark's class path ({missing}): expected their jars: "
+            f"spark-submit --packages {packages}, or the same in [spark.conf] \"spark.jars.packages\" (or the jar "
+            "files in \"spark.jars\"; scripts/stack/install.sh fetches them into .stack/jars/s3a)")
+
+
 class UnknownTable(LakecompactError):
     def __init__(self, table: str, known: list[str]):
         import difflib

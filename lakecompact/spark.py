@@ -1,24 +1,44 @@
-"""The SparkSession factory: local[*] by default, UTC, Hive metastore embedded or external."""
+"""The SparkSession factory: local[*] by default, UTC, Hive metastore embedded or external, s3a settings and
+committers for a warehouse on S3."""
 
 from __future__ import annotations
 
 import os
 import re
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
 from py4j.java_gateway import JavaClass
+from pyspark import __version__ as pyspark_version
 from pyspark.errors import PySparkRuntimeError
 from pyspark.find_spark_home import _find_spark_home
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
 from lakecompact import class_archive, metastore_guard, thrift_metastore
-from lakecompact.config import Config
-from lakecompact.errors import JvmStartFailed
+from lakecompact.config import Config, is_local, local_path, scheme, url_without_path
+from lakecompact.errors import (
+    JvmStartFailed,
+    LakecompactError,
+    MissingObjectStoreClient,
+    ObjectStoreUnavailable,
+)
 
 LOG4J_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
-# jars for the Kafka and Avro sources, fetched by scripts/stack/install.sh; clusters use --packages instead.
+# jars for the Kafka and Avro sources and the s3a client, fetched by scripts/stack/install.sh; clusters use
+# --packages instead.
 STACK_JARS = Path(__file__).resolve().parent.parent / ".stack" / "jars"
+KAFKA_JAR_FOLDERS = ("spark-kafka", "spark-avro")
+S3A_JAR_FOLDERS = ("s3a",)  # hadoop-aws, the AWS SDK's bundle, spark-hadoop-cloud
+S3A_PREFIX = "spark.hadoop.fs.s3a."  # the s3a client's settings, as Spark passes them to Hadoop
+# the S3A committers, bound into Spark (Spark's docs/cloud-integration.md, Hadoop's committer docs): a task's
+# files go to their place as multipart uploads that the job's commit completes. Spark's own committer renames,
+# twice, and S3 renames by copying every object
+S3A_COMMITTER_CONF = {
+    "spark.sql.sources.commitProtocolClass": "org.apache.spark.internal.io.cloud.PathOutputCommitProtocol",
+    "spark.sql.parquet.output.committer.class": "org.apache.spark.internal.io.cloud.BindingParquetOutputCommitter",
+    "spark.hadoop.mapreduce.outputcommitter.factory.scheme.s3a": "org.apache.hadoop.fs.s3a.commit.S3ACommitterFactory",
+}
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 # a Java option that selects the garbage collector (not one that tunes it, such as -XX:+UseGCOverheadLimit)
 CHOSEN_COLLECTOR = re.compile(r"-XX:\+Use(Serial|Parallel|G1|Z|Shenandoah|Epsilon)GC\b")
@@ -76,7 +96,7 @@ def jvm_class(spark: SparkSession, name: str):
 
 def warehouse_uri(warehouse: str) -> str:
     """A Hadoop URI for the warehouse: plain absolute paths become file: URIs."""
-    return warehouse if "://" in warehouse or warehouse.startswith("file:") else f"file:{warehouse}"
+    return warehouse if scheme(warehouse) else f"file:{warehouse}"
 
 
 def session_conf(
@@ -131,9 +151,8 @@ def session_conf(
         ]:
             if value:
                 conf[f"spark.hadoop.javax.jdo.option.{key}"] = value
-    elif "://" not in config.warehouse:
+    elif (metastore_dir := embedded_metastore(config)) is not None:
         # the embedded Derby metastore lives with the data it describes
-        metastore_dir = Path(config.warehouse) / "_metastore"
         conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
             f"jdbc:derby:;databaseName={metastore_dir / 'metastore_db'};create=true"
         )
@@ -171,26 +190,134 @@ def session_conf(
         java_options.append(user_conf.pop(DRIVER_JAVA_OPTIONS))
     if java_options:
         conf[DRIVER_JAVA_OPTIONS] = " ".join(java_options)
-    jars = _stack_jars(config)
+    conf |= object_store_conf(config)
+    jars = _stack_jars(config, KAFKA_JAR_FOLDERS if config.source.kind == "kafka" else ())
     if jars:
         conf["spark.jars"] = ",".join(filter(None, [site.get("spark.jars"), *jars]))
+    # on the class paths, not in spark.jars, which copies each jar to every executor (the AWS SDK's is ~650 MB);
+    # the driver's applies when lakecompact starts the JVM, spark-submit takes --driver-class-path
+    class_path = _stack_jars(config, S3A_JAR_FOLDERS if _uses_s3a(config) else ())
+    for key in ("spark.driver.extraClassPath", "spark.executor.extraClassPath") if class_path else ():
+        conf[key] = os.pathsep.join(filter(None, [site.get(key), *class_path]))
     return {**conf, **user_conf}
 
 
-def _stack_jars(config: Config) -> list[str]:
-    if config.source.kind != "kafka" or "spark.jars.packages" in config.spark.conf:
+def _uses_s3a(config: Config) -> bool:
+    return any(scheme(location) == "s3a" for location in (config.warehouse, *config.source.paths))
+
+
+def object_store_conf(config: Config) -> dict[str, str]:
+    """[s3] as the s3a client's settings, and the S3A committers for an s3a:// warehouse (a local or HDFS one
+    keeps Spark's own committer, which renames)."""
+    conf = {}
+    s3 = config.s3
+    if s3 is not None:
+        options = {
+            "endpoint": s3.endpoint,
+            "endpoint.region": s3.region,
+            "path.style.access": str(s3.path_style_access).lower(),
+            "access.key": s3.access_key,
+            "secret.key": s3.secret_key,
+            "session.token": s3.session_token,
+        }
+        conf |= {S3A_PREFIX + key: value for key, value in options.items() if value}
+        if s3.endpoint.startswith("http://"):
+            conf[S3A_PREFIX + "connection.ssl.enabled"] = "false"
+        if s3.session_token:
+            # the default chain would take the two keys without the token, which S3 refuses for temporary keys
+            conf[S3A_PREFIX + "aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+    if scheme(config.warehouse) == "s3a":
+        committer = s3.committer if s3 is not None else "magic"
+        conf[S3A_PREFIX + "committer.name"] = committer
+        if committer == "magic":
+            conf[S3A_PREFIX + "committer.magic.enabled"] = "true"
+        conf |= S3A_COMMITTER_CONF
+    return conf
+
+
+# what Spark and Hadoop say when a class of the s3a client, its AWS SDK or Spark's cloud committers is not on the
+# class path (Hive's client says it without the colon; Spark checks its commit protocol as it reads its settings)
+MISSING_S3A_CLASS = re.compile(r"(ClassNotFoundException|NoClassDefFoundError)\W+(?:Class )?"
+                               r"([\w.$/]*(?:\.s3a\.|internal\.io\.cloud\.|awssdk)[\w.$/]*)")
+UNLOADABLE_COMMITTER = re.compile(r"The value '(org\.apache\.spark\.internal\.io\.cloud\.\w+)' in the config "
+                                  r"\"([\w.]+)\" is invalid")
+NO_S3A_FILE_SYSTEM = 'No FileSystem for scheme "s3a"'
+# the s3a client's classes, in its messages and in the stack trace of a failed call
+S3A_CLIENT_SIGNS = ("org.apache.hadoop.fs.s3a.", "software.amazon.awssdk.")
+S3_REFUSED_SIGNS = ("java.nio.file.AccessDeniedException", "Status Code: 403", "Status Code: 401", "InvalidAccessKeyId",
+                    "SignatureDoesNotMatch", "NoAuthWithAWSException", "ExpiredToken", "InvalidToken")
+S3_UNREACHABLE_SIGNS = ("java.net.ConnectException", "Connection refused", "UnknownHostException",
+                        "Unable to execute HTTP request", "AWSApiCallTimeoutException", "ConnectTimeoutException",
+                        "SocketTimeoutException", "connect timed out")
+SECRET_KEY = re.compile(r"(?i)secret|password|token|access[.]key")
+
+
+def as_object_store_error(error: BaseException, config: Config) -> LakecompactError | None:
+    """The one-line error for a failure of the s3a client (None: another failure): its jars missing from the class
+    path, or its endpoint not answering or refusing the credentials."""
+    text = str(error)
+    if missing := MISSING_S3A_CLASS.search(text):
+        return MissingObjectStoreClient(f"{missing[1]}: {missing[2]}", s3a_packages())
+    if unloadable := UNLOADABLE_COMMITTER.search(text):
+        return MissingObjectStoreClient(f"{unloadable[2]} = {unloadable[1]}: no such class", s3a_packages())
+    if NO_S3A_FILE_SYSTEM in text:
+        return MissingObjectStoreClient(NO_S3A_FILE_SYSTEM, s3a_packages())
+    if not any(sign in text for sign in S3A_CLIENT_SIGNS):
+        return None
+    for signs, problem in [
+        (S3_REFUSED_SIGNS, ("refused the credentials (s3.access_key, s3.secret_key, s3.session_token, or the s3a "
+                           "client's own credential chain)")),
+        (S3_UNREACHABLE_SIGNS, "did not answer"),
+    ]:
+        line = next((line for line in text.splitlines() if any(sign in line for sign in signs)), None)
+        if line is not None:
+            last = _redacted(line.partition(" (SDK Attempt Count")[0], config)
+            return ObjectStoreUnavailable(_s3_endpoint(config), problem,
+                                          textwrap.shorten(last, 240, placeholder=" …").strip(" :"))
+    return None
+
+
+def _s3_endpoint(config: Config) -> str:
+    """The endpoint as a message may name it: scheme, host and port."""
+    endpoint = config.spark.conf.get(S3A_PREFIX + "endpoint") or (config.s3.endpoint if config.s3 else "")
+    if not endpoint:
+        region = config.spark.conf.get(S3A_PREFIX + "endpoint.region") or (config.s3.region if config.s3 else "")
+        return f"of AWS{f' (region {region})' if region else ''}"
+    return url_without_path(endpoint).removesuffix("/…") if "://" in endpoint else endpoint.split("@")[-1]
+
+
+def _redacted(text: str, config: Config) -> str:
+    secrets = [config.s3.access_key, config.s3.secret_key, config.s3.session_token] if config.s3 else []
+    secrets += [value for key, value in config.spark.conf.items() if SECRET_KEY.search(key)]
+    for secret in sorted(filter(None, secrets), key=len, reverse=True):  # one inside another: the longer first
+        text = text.replace(secret, "***")
+    return text
+
+
+def s3a_packages() -> str:
+    """The Maven coordinates of the s3a client and Spark's cloud committers for this Spark and its Hadoop."""
+    jars = Path(os.environ.get("SPARK_HOME") or _find_spark_home()) / "jars"
+    names = [jar.name for jar in jars.glob("*.jar")]
+    hadoop = next((m[1] for m in map(re.compile(r"hadoop-(?:client-api|common)-(\d[\w.-]*)\.jar").fullmatch, names)
+                   if m), "<Spark's Hadoop version>")
+    core = next((m for m in map(re.compile(r"spark-core_(\d+\.\d+)-(\d[\w.-]*)\.jar").fullmatch, names) if m), None)
+    scala, spark_version = (core[1], core[2]) if core else ("2.13", pyspark_version)
+    return f"org.apache.hadoop:hadoop-aws:{hadoop},org.apache.spark:spark-hadoop-cloud_{scala}:{spark_version}"
+
+
+def _stack_jars(config: Config, folders: tuple[str, ...]) -> list[str]:
+    """The stack's jars in these folders (the Kafka source's, the s3a client's), unless the user names packages
+    of their own."""
+    if "spark.jars.packages" in config.spark.conf:
         return []
-    found = []
-    for folder in ("spark-kafka", "spark-avro"):
-        found += sorted(str(p) for p in (STACK_JARS / folder).glob("*.jar"))
-    return found
+    return [str(jar) for folder in folders for jar in sorted((STACK_JARS / folder).glob("*.jar"))]
 
 
 def embedded_metastore(config: Config) -> Path | None:
     """The folder of the embedded Derby metastore, or None when the config names a shared one."""
-    if config.metastore.uri or config.metastore.jdbc_url or "://" in config.warehouse:
+    if config.metastore.uri or config.metastore.jdbc_url or not is_local(config.warehouse):
         return None
-    return Path(config.warehouse) / "_metastore"
+    return local_path(config.warehouse) / "_metastore"
 
 
 def create_session(
@@ -208,8 +335,8 @@ def create_session(
         metastore_guard.hold(metastore_dir, wait=wait)
     if config.metastore.uri and SparkSession.getActiveSession() is None:
         thrift_metastore.wait_until_reachable(config.metastore)
-    if "://" not in config.warehouse:
-        (Path(config.warehouse) / "_metastore").mkdir(parents=True, exist_ok=True)
+    if is_local(config.warehouse):
+        (local_path(config.warehouse) / "_metastore").mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder.appName(config.spark.app_name)
     if not os.environ.get("PYSPARK_GATEWAY_PORT"):
         # not launched by spark-submit, whose --master must win when it is

@@ -1,8 +1,9 @@
-"""Secrets never show: with a distinctive registry password, JDBC metastore password, SASL JAAS config and HTTP
-hook header in the config, real `lakecompact` processes land (twice: a column is added, a hook fires and fails),
-fail on purpose (with `--debug`'s traceback), show status and history, and report; then every line they printed
-and every byte of every file they wrote is searched for each secret. The JDBC password is really used: the
-metastore is Derby reached through `[metastore] jdbc_url`, so the session connects with it."""
+"""Secrets never show: with a distinctive registry password, JDBC metastore password, SASL JAAS config, HTTP
+hook header and S3 access key, secret key and session token in the config, real `lakecompact` processes land
+(twice: a column is added, a hook fires and fails), fail on purpose (with `--debug`'s traceback), show status and
+history, and report; then every line they printed and every byte of every file they wrote is searched for each
+secret. The JDBC password is really used: the metastore is Derby reached through `[metastore] jdbc_url`, so the
+session connects with it; the S3 keys go to Spark as the s3a client's settings."""
 
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ SECRETS = {
     "JDBC password": "Jdbc-S3cret-5512",
     "SASL JAAS config": "Jaas-S3cret-7731",
     "hook header": "Hook-S3cret-2208",
+    "S3 access key": "S3-Access-3806",  # given to Spark as the s3a client's settings
+    "S3 secret key": "S3-S3cret-3806",
+    "S3 session token": "S3-Token-S3cret-3806",
 }
 
 
@@ -68,6 +72,11 @@ def secret_config(tmp_path: Path, hook_port: int) -> Path:
         f'target = "http://127.0.0.1:{hook_port}/schema-changed"\n'
         "retries = 0\n"
         f'headers = {{ Authorization = "Bearer {SECRETS["hook header"]}" }}\n'
+        "[s3]\n"
+        'endpoint = "http://127.0.0.1:9"\n'
+        f'access_key = "{SECRETS["S3 access key"]}"\n'
+        f'secret_key = "{SECRETS["S3 secret key"]}"\n'
+        f'session_token = "{SECRETS["S3 session token"]}"\n'
     )
     return config
 
@@ -112,7 +121,8 @@ def test_no_secret_is_printed_or_written(tmp_path):
         assert not leaked, f"the {what} was written to {leaked}"
 
 
-@pytest.mark.parametrize("section, key", [("registry", "password"), ("metastore", "jdbc_password")])
+@pytest.mark.parametrize("section, key", [("registry", "password"), ("metastore", "jdbc_password"),
+                                          ("s3", "access_key"), ("s3", "secret_key"), ("s3", "session_token")])
 def test_a_secret_of_the_wrong_type_is_not_echoed(section, key):
     raw = {"warehouse": "/w", "source": {"paths": ["x"]}, "registry": {"url": "http://r", "username": "u"},
            section: {**({"url": "http://r", "username": "u"} if section == "registry" else {}), key: 90439043}}
@@ -120,6 +130,18 @@ def test_a_secret_of_the_wrong_type_is_not_echoed(section, key):
         config_module.from_dict(raw)
     assert str(error.value).startswith(f"{section}.{key}: expected a string")
     assert "90439043" not in str(error.value)
+
+
+@pytest.mark.parametrize("s3", [
+    {"secret_key": "S3-S3cret-3806"},  # without its access key
+    {"session_token": "S3-S3cret-3806"},  # without the keys
+    {"secret_kye": "S3-S3cret-3806"},  # an unknown key
+    {"endpoint": "http://lake:S3-S3cret-3806@127.0.0.1:19030"},  # a password in the URL
+], ids=["secret-alone", "token-alone", "misspelt", "in-endpoint"])
+def test_an_s3_section_refused_does_not_echo_its_secrets(s3):
+    with pytest.raises(ConfigError) as error:
+        config_module.from_dict({"warehouse": "/w", "source": {"paths": ["x"]}, "s3": s3})
+    assert str(error.value).startswith("s3.") and "S3cret" not in str(error.value)
 
 
 def test_the_config_repr_hides_every_secret(tmp_path):

@@ -15,6 +15,10 @@
 #       trino/                           Trino's CLI, and home/: the server with
 #                                        only its Hive connector (the tarball's
 #                                        other plugins are left out)
+#       s3a/                             Hadoop S3A for pyspark's Hadoop version
+#                                        (hadoop-aws, the AWS SDK v2 bundle,
+#                                        analyticsaccelerator-s3) + spark-hadoop-cloud
+#       s3proxy/                         S3Proxy, the stack's S3 server (stack.py up s3)
 # Does nothing for a part that is already there; prints what it did.
 #
 # Environment: LAKECOMPACT_STACK_DIR (default <project root>/.stack),
@@ -38,6 +42,7 @@ fi
 SPARK_KAFKA_FALLBACK="${SPARK_KAFKA_FALLBACK:-4.2.0}"
 SPARK_TOKEN_FALLBACK="${SPARK_TOKEN_FALLBACK:-4.0.0}"
 SPARK_AVRO_FALLBACK="${SPARK_AVRO_FALLBACK:-4.1.1}"
+SPARK_CLOUD_FALLBACK="${SPARK_CLOUD_FALLBACK:-4.1.1}"  # spark-hadoop-cloud: none of 4.2.0, 4.3.0 on Central
 
 say() { printf '[install] %s\n' "$*"; }
 T0=$(date +%s)
@@ -96,16 +101,34 @@ fi
 
 # --------------------------------------------------------------- jars -----
 mkdir -p "$JARS"
-POM_SUM=$(sha256sum "$POM" | cut -c1-16)
+
+# The part of the pom a profile's jars depend on: the <properties> and that
+# <profile>, so that a change to one profile refetches only its group.
+pom_sum() {
+  awk -v id="<id>$1</id>" '
+    /<properties>/ { p = 1 } p { print } /<\/properties>/ { p = 0 }
+    /<profile>/ { buf = ""; inp = 1 } inp { buf = buf $0 "\n" }
+    /<\/profile>/ { if (index(buf, id)) printf "%s", buf; inp = 0 }' "$POM" | sha256sum | cut -c1-16
+}
+
+# The marker of a group fetched with <profile> and [mvn -D args...].
+fetch_key() { local profile="$1"; shift; echo "pom=$(pom_sum "$profile") profile=$profile $*"; }
+
+# is_fetched <group dir> <profile> [mvn -D args...]: the group is there, fetched with these.
+is_fetched() {
+  local group="$1"; shift
+  [ -f "$JARS/$group/.fetched" ] && [ "$(cat "$JARS/$group/.fetched")" = "$(fetch_key "$@")" ]
+}
 
 # fetch <group dir> <profile> [mvn -D args...]: copy a profile's runtime jars
 # into $JARS/<group dir>; skipped when the dir holds a marker for the same
-# pom + arguments. Fetches into a temp dir first so that a failed or
+# pom profile + arguments. Fetches into a temp dir first so that a failed or
 # interrupted fetch never leaves a half-filled group.
 fetch() {
   local group="$1" profile="$2"; shift 2
-  local dest="$JARS/$group" key="pom=$POM_SUM profile=$profile $*"
-  if [ -f "$dest/.fetched" ] && [ "$(cat "$dest/.fetched")" = "$key" ]; then
+  local dest="$JARS/$group" key
+  key=$(fetch_key "$profile" "$@")
+  if is_fetched "$group" "$profile" "$@"; then
     say "jars/$group: present ($(ls "$dest"/*.jar | wc -l) jars), skipped"
     return 0
   fi
@@ -201,9 +224,28 @@ else
     say "spark-avro $PYSPARK_VER not on Maven Central; falling back to $SPARK_AVRO_FALLBACK"
     fetch_or_die spark-avro spark-avro -Dspark.avro.version="$SPARK_AVRO_FALLBACK" -Dpyspark=$PYSPARK_VER
   fi
+  # Hadoop S3A matching the Hadoop that pyspark bundles (hadoop-aws brings the
+  # AWS SDK bundle and analyticsaccelerator-s3 versions it declares), and
+  # spark-hadoop-cloud for pyspark's Spark, else the fallback.
+  HADOOP_VER=$(ls "$PYSPARK_DIR"/jars/hadoop-client-api-*.jar 2>/dev/null | sed -E 's/.*hadoop-client-api-(.*)\.jar$/\1/' | head -1)
+  if [ -z "$HADOOP_VER" ]; then
+    say "no hadoop-client-api jar in $PYSPARK_DIR/jars: jars/s3a skipped"
+  else
+    s3a_args=(-Dhadoop.aws.version="$HADOOP_VER" -Dspark.cloud.version="$PYSPARK_VER")
+    s3a_fallback=(-Dhadoop.aws.version="$HADOOP_VER" -Dspark.cloud.version="$SPARK_CLOUD_FALLBACK")
+    if is_fetched s3a s3a "${s3a_args[@]}" || is_fetched s3a s3a "${s3a_fallback[@]}"; then
+      say "jars/s3a: present ($(ls "$JARS"/s3a/*.jar | wc -l) jars), skipped"
+    elif fetch s3a s3a "${s3a_args[@]}"; then
+      :
+    else
+      rm -f "$JARS"/s3a.tmp.*.log
+      say "spark-hadoop-cloud $PYSPARK_VER not on Maven Central; falling back to $SPARK_CLOUD_FALLBACK"
+      fetch_or_die s3a s3a "${s3a_fallback[@]}"
+    fi
+  fi
   # Never ship a jar Spark already has (another version of it would clash).
   if [ -d "$PYSPARK_DIR/jars" ]; then
-    for g in spark-kafka spark-avro; do
+    for g in spark-kafka spark-avro s3a; do
       for j in "$JARS/$g"/*.jar; do
         [ -e "$j" ] || continue
         a=$(basename "$j" | sed -E 's/-[0-9][^-]*(-[A-Za-z0-9.]+)?\.jar$//')
@@ -215,5 +257,7 @@ else
     done
   fi
 fi
+
+fetch_or_die s3proxy s3proxy
 
 say "done in $(( $(date +%s) - T0 ))s; jars under $JARS"

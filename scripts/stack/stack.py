@@ -11,8 +11,21 @@ CLI::
 Components: postgres, mariadb, kafka, connect, metastore (default: all), and
 thriftserver, started only when named: Spark's Thrift JDBC/ODBC server (HiveServer2
 protocol) on the same metastore, for beeline and BI tools
-(``jdbc:hive2://127.0.0.1:19010/default``), and trino: a Trino server whose Hive
-connector (catalog ``hive``) reads the same metastore (``http://127.0.0.1:19020``).
+(``jdbc:hive2://127.0.0.1:19010/default``; it reads s3a:// tables of the stack's S3
+too when s3 is up, or started with it: LAKECOMPACT_THRIFTSERVER_S3), and trino: a Trino server whose Hive
+connector (catalog ``hive``) reads the same metastore (``http://127.0.0.1:19020``),
+s3: an S3 server (S3Proxy on a filesystem store under .stack/s3/data; bucket
+``lake``, identity ``lakecompact``, secret ``lakecompact-secret``; conditional
+PUTs honoured: If-None-Match: * atomically, If-Match as a check then a write)
+on ``http://127.0.0.1:19030``, for ``s3a://lake/...`` with s3a_jars() and
+s3_spark_conf(); s3_request_log() lists the requests it served, and cluster:
+a Spark standalone cluster of pyspark's own Spark, a master
+(``spark://127.0.0.1:19077``, web UI ``http://127.0.0.1:19040``) and two
+workers of 1 core and 2g each (work dirs .stack/cluster/work1, work2);
+kill_worker(n) / start_worker(n) for failure tests. By default the workers,
+and so their executors, run with PYSPARK_PYTHON=/nonexistent/python and no
+PYTHONPATH: nothing that needs Python on an executor (a Python UDF, an RDD
+lambda) can run there; LAKECOMPACT_CLUSTER_PYTHON=<python> gives them one.
 ``up metastore`` starts only what the
 metastore needs (PostgreSQL and it); lakecompact then uses it with
 ``[metastore] uri = "thrift://127.0.0.1:19083"``.
@@ -39,7 +52,17 @@ Environment overrides (read at import time):
     LAKECOMPACT_KAFKA_HEAP / LAKECOMPACT_CONNECT_HEAP   JVM -Xmx (default 512m)
     LAKECOMPACT_METASTORE_HEAP                          JVM -Xmx (default 384m)
     LAKECOMPACT_THRIFTSERVER_PORT 19010  LAKECOMPACT_THRIFTSERVER_HEAP (default 768m)
+    LAKECOMPACT_THRIFTSERVER_S3  auto (1: the Thrift server reads s3a:// paths of the stack's S3, with the s3a
+                                 jars on its class path; 0: it does not; auto: it does when s3 is up or started
+                                 with it)
     LAKECOMPACT_TRINO_PORT       19020    LAKECOMPACT_TRINO_HEAP (default 1G)
+    LAKECOMPACT_S3_PORT          19030    LAKECOMPACT_S3_HEAP (default 384m)
+    LAKECOMPACT_S3_REQUEST_LOG   1 (0: S3Proxy logs no requests, s3_request_log() is empty)
+    LAKECOMPACT_SPARK_MASTER_PORT 19077   LAKECOMPACT_SPARK_MASTER_WEBUI_PORT 19040
+    LAKECOMPACT_SPARK_WORKER_PORT 19078   LAKECOMPACT_SPARK_WORKER_WEBUI_PORT 19041 (worker n: + n - 1)
+    LAKECOMPACT_SPARK_WORKER_CORES 1      LAKECOMPACT_SPARK_WORKER_MEMORY 2g
+    LAKECOMPACT_SPARK_DAEMON_HEAP 256m (the master's and workers' own JVMs)
+    LAKECOMPACT_CLUSTER_PYTHON   /nonexistent/python (the workers' and executors' PYSPARK_PYTHON)
 """
 from __future__ import annotations
 
@@ -85,10 +108,24 @@ METASTORE_PORT = _env_int("LAKECOMPACT_METASTORE_PORT", 19083)
 METASTORE_HEAP = os.environ.get("LAKECOMPACT_METASTORE_HEAP", "384m")
 THRIFTSERVER_PORT = _env_int("LAKECOMPACT_THRIFTSERVER_PORT", 19010)
 THRIFTSERVER_HEAP = os.environ.get("LAKECOMPACT_THRIFTSERVER_HEAP", "768m")
+THRIFTSERVER_S3 = os.environ.get("LAKECOMPACT_THRIFTSERVER_S3", "auto")  # auto, 1 or 0
 TRINO_PORT = _env_int("LAKECOMPACT_TRINO_PORT", 19020)
 TRINO_HEAP = os.environ.get("LAKECOMPACT_TRINO_HEAP", "1G")
 KAFKA_HEAP = os.environ.get("LAKECOMPACT_KAFKA_HEAP", "512m")
 CONNECT_HEAP = os.environ.get("LAKECOMPACT_CONNECT_HEAP", "512m")
+S3_PORT = _env_int("LAKECOMPACT_S3_PORT", 19030)
+S3_HEAP = os.environ.get("LAKECOMPACT_S3_HEAP", "384m")
+S3_REQUEST_LOG = os.environ.get("LAKECOMPACT_S3_REQUEST_LOG", "1") != "0"
+SPARK_MASTER_PORT = _env_int("LAKECOMPACT_SPARK_MASTER_PORT", 19077)
+SPARK_MASTER_WEBUI_PORT = _env_int("LAKECOMPACT_SPARK_MASTER_WEBUI_PORT", 19040)
+SPARK_WORKER_PORT = _env_int("LAKECOMPACT_SPARK_WORKER_PORT", 19078)  # worker n: this + n - 1
+SPARK_WORKER_WEBUI_PORT = _env_int("LAKECOMPACT_SPARK_WORKER_WEBUI_PORT", 19041)  # worker n: this + n - 1
+SPARK_WORKERS = 2
+SPARK_WORKER_CORES = _env_int("LAKECOMPACT_SPARK_WORKER_CORES", 1)
+SPARK_WORKER_MEMORY = os.environ.get("LAKECOMPACT_SPARK_WORKER_MEMORY", "2g")
+SPARK_DAEMON_HEAP = os.environ.get("LAKECOMPACT_SPARK_DAEMON_HEAP", "256m")  # the master's and workers' own JVMs
+# the Python the workers (and so the executors they start) see as PYSPARK_PYTHON: none by default
+CLUSTER_PYTHON = os.environ.get("LAKECOMPACT_CLUSTER_PYTHON", "/nonexistent/python")
 
 KAFKA_BOOTSTRAP = f"{HOST}:{KAFKA_PORT}"
 CONNECT_URL = f"http://{HOST}:{CONNECT_PORT}"
@@ -96,6 +133,13 @@ METASTORE_URI = f"thrift://{HOST}:{METASTORE_PORT}"
 THRIFTSERVER_JDBC_URL = f"jdbc:hive2://{HOST}:{THRIFTSERVER_PORT}/default"
 TRINO_URL = f"http://{HOST}:{TRINO_PORT}"
 TRINO_CATALOG = "hive"  # the Hive connector's catalog, on the stack's metastore
+S3_ENDPOINT = f"http://{HOST}:{S3_PORT}"
+S3_BUCKET = "lake"  # created by `up s3`
+S3_ACCESS_KEY = "lakecompact"
+S3_SECRET_KEY = "lakecompact-secret"
+S3_REGION = "us-east-1"
+SPARK_MASTER_URL = f"spark://{HOST}:{SPARK_MASTER_PORT}"
+SPARK_MASTER_WEBUI_URL = f"http://{HOST}:{SPARK_MASTER_WEBUI_PORT}"
 
 JARS_DIR = STACK_DIR / "jars"
 KAFKA_JARS = JARS_DIR / "kafka"
@@ -107,6 +151,10 @@ METASTORE_HOME = METASTORE_JARS / "home"
 METASTORE_LAUNCHER = METASTORE_JARS / "launcher"
 TRINO_JARS = JARS_DIR / "trino"  # install.sh: the CLI jar, and home/ (the server with its Hive connector)
 TRINO_HOME = TRINO_JARS / "home"
+S3A_JARS_DIR = JARS_DIR / "s3a"  # install.sh: hadoop-aws, the AWS SDK bundle, analyticsaccelerator-s3, spark-hadoop-cloud
+S3PROXY_JARS = JARS_DIR / "s3proxy"  # install.sh: s3proxy-<version>-jar-with-dependencies.jar
+S3_DIR = STACK_DIR / "s3"  # data/: the filesystem store (one directory per bucket)
+CLUSTER_DIR = STACK_DIR / "cluster"  # workN/: worker N's work dir (executors' logs, app files), localN/: scratch
 RUN_DIR = STACK_DIR / "run"
 LOG_DIR = STACK_DIR / "logs"
 CONF_DIR = STACK_DIR / "conf"
@@ -244,9 +292,11 @@ def _died(name: str) -> str | None:
     return f"{name} exited\n" + _tail(LOG_DIR / f"{name}.log")
 
 
-def _spawn(name: str, cmd: Sequence[str], env: dict | None = None, user: str | None = None) -> int:
+def _spawn(name: str, cmd: Sequence[str], env: dict | None = None, user: str | None = None,
+           unset: Iterable[str] = ()) -> int:
     """Start a detached background process (as OS ``user`` if given), output
-    to logs/<name>.log, pid in run/<name>.pid."""
+    to logs/<name>.log, pid in run/<name>.pid. Its environment: ours less the
+    variables named in ``unset``, with ``env`` on top."""
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     RUN_DIR.mkdir(parents=True, exist_ok=True)
     log_path = LOG_DIR / f"{name}.log"
@@ -256,7 +306,8 @@ def _spawn(name: str, cmd: Sequence[str], env: dict | None = None, user: str | N
         ids = {"user": user, "group": user, "extra_groups": []} if user else {}
         proc = subprocess.Popen(list(cmd), stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, close_fds=True, cwd="/" if user else str(STACK_DIR),
-                                env={**os.environ, **(env or {})}, **ids)
+                                env={**{k: v for k, v in os.environ.items() if k not in set(unset)}, **(env or {})},
+                                **ids)
     _pidfile(name).write_text(f"{proc.pid}\n")
     return proc.pid
 
@@ -356,6 +407,16 @@ def spark_kafka_jars() -> list[str]:
 def spark_avro_jars() -> list[str]:
     """Jars for ``spark.jars`` to use ``format("avro")``."""
     return sorted(str(p) for p in SPARK_AVRO_JARS_DIR.glob("*.jar"))
+
+
+def s3a_jars() -> list[str]:
+    """Jars for ``s3a://`` paths in pyspark: hadoop-aws for pyspark's Hadoop, the AWS SDK v2 bundle and
+    analyticsaccelerator-s3 it declares, and spark-hadoop-cloud (PathOutputCommitProtocol,
+    BindingParquetOutputCommitter, for the S3A committers). The SDK bundle is ~650 MB: given as ``spark.jars``
+    it is copied into every executor's work dir (and once more in local mode); on this machine (local mode, or
+    the stack's cluster) put them on ``spark.driver.extraClassPath`` and ``spark.executor.extraClassPath``
+    (``":".join(s3a_jars())``) instead."""
+    return sorted(str(p) for p in S3A_JARS_DIR.glob("*.jar"))
 
 
 # --------------------------------------------------------------------------
@@ -914,14 +975,43 @@ def _thriftserver_ready() -> bool:
     return _port_answers(THRIFTSERVER_PORT)
 
 
-def _thriftserver_start() -> bool:
-    """Needs the metastore ready."""
+def _thriftserver_wants_s3(s3_wanted: bool) -> bool:
+    """Whether the Thrift server is to read s3a:// paths (LAKECOMPACT_THRIFTSERVER_S3; auto: when the stack's S3 is
+    started with it, or runs)."""
+    if THRIFTSERVER_S3 in ("0", "1"):
+        return THRIFTSERVER_S3 == "1"
+    if THRIFTSERVER_S3 != "auto":
+        raise StackError(f"LAKECOMPACT_THRIFTSERVER_S3={THRIFTSERVER_S3!r}: expected auto, 1 or 0")
+    return s3_wanted or _s3_pid() is not None
+
+
+def _thriftserver_s3_args() -> list[str]:
+    """spark-submit arguments for s3a:// on the stack's S3: the s3a jars on the driver's class path (local[2]: its
+    tasks run in the driver's JVM; given as --jars, the ~650 MB SDK bundle would be copied), and s3_spark_conf()."""
+    jars = s3a_jars()
+    if not jars:
+        raise StackError(f"the Thrift server is to read s3a:// (LAKECOMPACT_THRIFTSERVER_S3={THRIFTSERVER_S3}), but no "
+                         f"s3a jars are in {S3A_JARS_DIR}: run scripts/stack/install.sh")
+    args = ["--driver-class-path", ":".join(jars)]
+    for key, value in s3_spark_conf().items():
+        args += ["--conf", f"{key}={value}"]
+    return args
+
+
+def thriftserver_reads_s3() -> bool:
+    """Whether the running Thrift server was started to read s3a:// paths (False when it does not run)."""
+    pid = _thriftserver_pid()
+    return bool(pid) and "spark.hadoop.fs.s3a.endpoint=" in _cmdline(pid)
+
+
+def _thriftserver_start(s3: bool = False) -> bool:
+    """Needs the metastore ready. `s3`: with the s3a client and the stack's S3 settings (_thriftserver_s3_args)."""
     if _thriftserver_pid():
         return False
     _write_common_conf()
     work = STACK_DIR / "thriftserver"
     work.mkdir(parents=True, exist_ok=True)
-    _log(f"starting Spark's Thrift server on {THRIFTSERVER_JDBC_URL}")
+    _log(f"starting Spark's Thrift server on {THRIFTSERVER_JDBC_URL}" + (" (reads s3a://)" if s3 else ""))
     command = [
         str(spark_home() / "bin" / "spark-submit"),
         "--class", "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
@@ -935,6 +1025,7 @@ def _thriftserver_start() -> bool:
         "--conf", "spark.sql.session.timeZone=UTC",
         "--hiveconf", f"hive.server2.thrift.bind.host={HOST}",
         "--hiveconf", f"hive.server2.thrift.port={THRIFTSERVER_PORT}",
+        *(_thriftserver_s3_args() if s3 else []),
         "spark-internal",
     ]
     _spawn("thriftserver", command, env={**os.environ, "SPARK_LOCAL_IP": HOST, "SPARK_LOG_DIR": str(LOG_DIR)})
@@ -1127,10 +1218,445 @@ def stop_connect(timeout: float = 60) -> None:
 
 
 # --------------------------------------------------------------------------
+# S3 (S3Proxy on a filesystem store): `up s3`
+# --------------------------------------------------------------------------
+# S3Proxy 4.0.0 (scripts/stack/pom.xml says how it was chosen): the only release whose If-None-Match: * PUT is
+# atomic (its filesystem store publishes such a PUT with link(2)); If-Match is honoured, as a HEAD then a write.
+_S3_LOGBACK = """\
+<configuration>
+  <!-- written by scripts/stack/stack.py (rewritten on every up) -->
+  <appender name="STDOUT" class="ch.qos.logback.core.ConsoleAppender">
+    <encoder><pattern>[s3proxy] %.-1p %d{{MM-dd HH:mm:ss.SSS}} %t %c{{30}} %m%n</pattern></encoder>
+  </appender>
+  <!-- each request's line and its headers, for s3_request_log(); emptied at every start -->
+  <appender name="REQUESTS" class="ch.qos.logback.core.FileAppender">
+    <file>{requests}</file>
+    <append>false</append>
+    <encoder><pattern>%d{{HH:mm:ss.SSS}}|%t|%m%n</pattern></encoder>
+  </appender>
+  <logger name="org.gaul.s3proxy.S3ProxyHandler" level="{level}" additivity="false">
+    <appender-ref ref="REQUESTS" />
+  </logger>
+  <root level="INFO"><appender-ref ref="STDOUT" /></root>
+</configuration>
+"""
+S3_REQUESTS_LOG = LOG_DIR / "s3-requests.log"
+
+
+def s3_spark_conf() -> dict[str, str]:
+    """The ``spark.hadoop.fs.s3a.*`` settings for ``s3a://<S3_BUCKET>/...`` on the stack's S3 (jars:
+    s3a_jars()). The checksum settings are Hadoop 3.5's defaults, spelled out: the AWS SDK (>= 2.30) would
+    otherwise add CRC32 checksums to every upload (aws-chunked bodies with trailers) and validate the ones in
+    responses."""
+    s3a = {
+        "endpoint": S3_ENDPOINT,
+        "endpoint.region": S3_REGION,
+        "path.style.access": "true",
+        "connection.ssl.enabled": "false",
+        "access.key": S3_ACCESS_KEY,
+        "secret.key": S3_SECRET_KEY,
+        "aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+        "checksum.generation": "false",
+        "checksum.validation": "false",
+        "create.conditional.enabled": "true",  # createFile(...).opt("fs.option.create.conditional.overwrite")
+    }
+    return {f"spark.hadoop.fs.s3a.{k}": v for k, v in s3a.items()}
+
+
+def s3a_committer_conf(committer: str = "magic") -> dict[str, str]:
+    """Spark settings that write files on s3a:// through the S3A committer ``committer`` (``magic``, or the
+    staging ones ``directory``/``partitioned``) bound by spark-hadoop-cloud (PathOutputCommitProtocol,
+    BindingParquetOutputCommitter). (Without these, pyspark 4.3 already writes s3a:// through the magic
+    committer: its SparkContext sets fs.s3a.committer.name=magic; no renames either way.) The staging committers keep their task lists in a directory that driver and
+    executors must share: .stack/s3/staging, on this machine."""
+    conf = {
+        "spark.hadoop.fs.s3a.committer.name": committer,
+        "spark.hadoop.fs.s3a.committer.magic.enabled": "true",
+        "spark.sql.sources.commitProtocolClass": "org.apache.spark.internal.io.cloud.PathOutputCommitProtocol",
+        "spark.sql.parquet.output.committer.class":
+            "org.apache.spark.internal.io.cloud.BindingParquetOutputCommitter",
+    }
+    if committer != "magic":
+        conf["spark.hadoop.fs.s3a.committer.staging.tmp.path"] = (S3_DIR / "staging").as_uri()
+    return conf
+
+
+def _sigv4_headers(method: str, url: str, headers: dict, payload: bytes) -> dict:
+    """``headers`` plus AWS Signature V4 (service s3) headers for a request to ``url`` (its path and query already
+    in canonical, percent-encoded form) with the stack's credentials."""
+    import hashlib
+    import hmac
+    from datetime import UTC, datetime
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    now = datetime.now(UTC)
+    amz_date, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
+    payload_hash = hashlib.sha256(payload).hexdigest()
+    signed_headers = {k.lower().strip(): " ".join(str(v).split()) for k, v in headers.items()}
+    signed_headers.update({"host": parts.netloc, "x-amz-date": amz_date, "x-amz-content-sha256": payload_hash})
+    names = sorted(signed_headers)
+    query = "&".join(sorted(q if "=" in q else q + "=" for q in parts.query.split("&") if q))
+    canonical = "\n".join([method, parts.path or "/", query, "".join(f"{n}:{signed_headers[n]}\n" for n in names),
+                           ";".join(names), payload_hash])
+    scope = f"{day}/{S3_REGION}/s3/aws4_request"
+    to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()])
+    key = ("AWS4" + S3_SECRET_KEY).encode()
+    for part in (day, S3_REGION, "s3", "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+    return {**headers, "x-amz-date": amz_date, "x-amz-content-sha256": payload_hash,
+            "Authorization": f"AWS4-HMAC-SHA256 Credential={S3_ACCESS_KEY}/{scope}, "
+                             f"SignedHeaders={';'.join(names)}, Signature={signature}"}
+
+
+def s3_request(method: str, key: str = "", *, bucket: str | None = None, data: bytes = b"",
+               headers: dict | None = None, params: dict | None = None, timeout: float = 30) -> requests.Response:
+    """One signed (SigV4) request to the stack's S3: ``method`` on ``/<bucket>/<key>`` (path style; bucket
+    S3_BUCKET, or "" for the service itself), e.g. ``s3_request("PUT", "a/b", data=b"x",
+    headers={"If-None-Match": "*"})``. Returns the response, whatever its status."""
+    from urllib.parse import quote
+
+    bucket = S3_BUCKET if bucket is None else bucket
+    path = "/" + "/".join(x for x in (quote(bucket, safe=""), quote(key, safe="/~")) if x)
+    query = "&".join(f"{quote(str(k), safe='~')}={quote(str(v), safe='~')}" for k, v in (params or {}).items())
+    url = S3_ENDPOINT + path + (f"?{query}" if query else "")
+    return requests.request(method, url, data=data, headers=_sigv4_headers(method, url, dict(headers or {}), data),
+                            timeout=timeout)
+
+
+@dataclasses.dataclass(frozen=True)
+class S3Request:
+    """One request S3Proxy served, as its request log shows it."""
+    time: str  # HH:MM:SS.mmm
+    method: str
+    bucket: str
+    key: str  # "" for a bucket or the service
+    query: dict[str, str]
+    copy_source: str | None  # x-amz-copy-source: a copy (CopyObject, UploadPartCopy)
+    headers: dict[str, str]  # lower-case names
+
+    @property
+    def op(self) -> str:
+        """The S3 operation: CopyObject, UploadPartCopy, PutObject, UploadPart, CreateMultipartUpload,
+        CompleteMultipartUpload, AbortMultipartUpload, GetObject, HeadObject, DeleteObject, DeleteObjects,
+        ListObjects, ListMultipartUploads, HeadBucket, CreateBucket, DeleteBucket, ListBuckets, or Other."""
+        m, q, obj = self.method, self.query, bool(self.key)
+        if not self.bucket:
+            return "ListBuckets" if m == "GET" else "Other"
+        if not obj:
+            if m == "GET":
+                return "ListMultipartUploads" if "uploads" in q else "ListObjects"
+            if m == "POST" and "delete" in q:
+                return "DeleteObjects"
+            return {"HEAD": "HeadBucket", "PUT": "CreateBucket", "DELETE": "DeleteBucket"}.get(m, "Other")
+        if m == "PUT":
+            if self.copy_source:
+                return "UploadPartCopy" if "partNumber" in q else "CopyObject"
+            return "UploadPart" if "partNumber" in q else "PutObject"
+        if m == "POST":
+            return "CreateMultipartUpload" if "uploads" in q else "CompleteMultipartUpload" if "uploadId" in q else "Other"
+        if m == "DELETE":
+            return "AbortMultipartUpload" if "uploadId" in q else "DeleteObject"
+        return {"GET": "GetObject", "HEAD": "HeadObject"}.get(m, "Other")
+
+
+_S3_REQUEST_LINE = re.compile(r"^([^|]*)\|([^|]*)\|request: .*\{([A-Z]+)@\w+ (\S+) HTTP/[\d.]+\}")
+_S3_HEADER_LINE = re.compile(r"^([^|]*)\|([^|]*)\|header: ([^:]+): ?(.*)$")
+
+
+def s3_request_log_mark() -> int:
+    """Where the request log ends now: ``s3_request_log(since=mark)`` gives the requests served after it."""
+    try:
+        return S3_REQUESTS_LOG.stat().st_size
+    except OSError:
+        return 0
+
+
+def s3_request_log(since: int = 0) -> list[S3Request]:
+    """The requests the stack's S3 has served since it started (or since the byte offset ``since`` of
+    s3_request_log_mark()), in the order they arrived, parsed from S3Proxy's log of each request's line and
+    headers (S3ProxyHandler at TRACE; off with LAKECOMPACT_S3_REQUEST_LOG=0). Copies are the requests with
+    a ``copy_source`` (``op`` CopyObject or UploadPartCopy). A request is logged as it arrives, so all those of
+    a finished job are there; a request S3Proxy refused (e.g. 412) is counted too."""
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    try:
+        with open(S3_REQUESTS_LOG, "rb") as f:
+            f.seek(since)
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    pending: dict[str, dict] = {}  # thread -> the request it is handling (a Jetty thread serves one at a time)
+    done: list[dict] = []
+    for line in text.splitlines():
+        m = _S3_REQUEST_LINE.match(line)
+        if m:
+            time_, thread, method, url = m.groups()
+            parts = urlsplit(url)
+            bucket, _, key = parts.path.lstrip("/").partition("/")
+            entry = {"time": time_, "method": method, "bucket": unquote(bucket), "key": unquote(key),
+                     "query": dict(parse_qsl(parts.query, keep_blank_values=True)), "headers": {}}
+            pending[thread] = entry
+            done.append(entry)
+            continue
+        m = _S3_HEADER_LINE.match(line)
+        if m and m.group(2) in pending:
+            pending[m.group(2)]["headers"][m.group(3).lower()] = m.group(4)
+    out = []
+    for e in done:
+        source = e["headers"].get("x-amz-copy-source")
+        out.append(S3Request(e["time"], e["method"], e["bucket"], e["key"], e["query"],
+                             unquote(source) if source else None, e["headers"]))
+    return out
+
+
+def _s3proxy_jar() -> Path:
+    jars = sorted(S3PROXY_JARS.glob("s3proxy-*-jar-with-dependencies.jar"))
+    if not jars:
+        raise StackError(f"S3Proxy is not installed under {S3PROXY_JARS}: run scripts/stack/install.sh")
+    return jars[-1]
+
+
+def _s3_pid() -> int | None:
+    return _live_pid("s3")
+
+
+def _s3_ready() -> bool:
+    """S3Proxy answers a signed request for the stack's bucket."""
+    return s3_request("HEAD", timeout=3).status_code == 200
+
+
+def _s3_write_conf() -> Path:
+    (S3_DIR / "data").mkdir(parents=True, exist_ok=True)
+    CONF_DIR.mkdir(parents=True, exist_ok=True)
+    (CONF_DIR / "s3proxy-logback.xml").write_text(
+        _S3_LOGBACK.format(requests=S3_REQUESTS_LOG, level="TRACE" if S3_REQUEST_LOG else "INFO"))
+    conf = CONF_DIR / "s3proxy.conf"
+    conf.write_text(
+        "# written by scripts/stack/stack.py (rewritten on every up)\n"
+        f"s3proxy.endpoint={S3_ENDPOINT}\n"
+        "s3proxy.authorization=aws-v2-or-v4\n"
+        f"s3proxy.identity={S3_ACCESS_KEY}\n"
+        f"s3proxy.credential={S3_SECRET_KEY}\n"
+        # filesystem-nio2: S3Proxy's own store ("filesystem" maps to it in 4.x), whose If-None-Match is atomic
+        "jclouds.provider=filesystem-nio2\n"
+        "jclouds.identity=lakecompact\n"
+        "jclouds.credential=lakecompact\n"
+        f"jclouds.filesystem.basedir={S3_DIR / 'data'}\n")
+    return conf
+
+
+def _s3_start() -> bool:
+    if _s3_pid():
+        return False
+    jar = _s3proxy_jar()
+    conf = _s3_write_conf()
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    _log(f"starting S3Proxy ({jar.name}) on {S3_ENDPOINT}, data under {S3_DIR / 'data'}")
+    cmd = [_java(), "-Xms64m", f"-Xmx{S3_HEAP}", "-Djava.net.preferIPv4Stack=true", _service_marker("s3"),
+           f"-Dlogback.configurationFile={CONF_DIR / 's3proxy-logback.xml'}",
+           "-cp", str(jar), "org.gaul.s3proxy.Main", "--properties", str(conf)]
+    _spawn("s3", cmd)
+    return True
+
+
+def _s3_wait(timeout: float) -> None:
+    def answers() -> bool:  # any HTTP answer: S3Proxy serves
+        requests.get(S3_ENDPOINT + "/", timeout=2)
+        return True
+
+    poll(answers, timeout, f"S3Proxy on {S3_ENDPOINT}", log=LOG_DIR / "s3.log", fail_fast=lambda: _died("s3"))
+    created = s3_request("PUT")  # 200, or 409 BucketAlreadyOwnedByYou
+    if created.status_code not in (200, 409):
+        raise StackError(f"creating bucket {S3_BUCKET} failed: HTTP {created.status_code} {created.text}")
+    poll(_s3_ready, 30, f"bucket {S3_BUCKET} on {S3_ENDPOINT}", log=LOG_DIR / "s3.log")
+
+
+def stop_s3(timeout: float = 30) -> None:
+    _stop_service("s3", "S3Proxy", timeout)
+
+
+# --------------------------------------------------------------------------
+# Spark standalone cluster (a master and two workers, pyspark's own Spark): `up cluster`
+# --------------------------------------------------------------------------
+def _cluster_conf(name: str) -> Path:
+    """The properties file a daemon is started with: its path (in the command line) tells its pid apart."""
+    return CONF_DIR / "cluster" / f"{name}.properties"
+
+
+def _cluster_pid(name: str) -> int | None:
+    pid = _read_pidfile(_pidfile(name))
+    if pid and _pid_alive(pid, str(_cluster_conf(name))):
+        return pid
+    return None
+
+
+def _worker_name(n: int) -> str:
+    if not 1 <= n <= SPARK_WORKERS:
+        raise StackError(f"no worker {n}: the stack's cluster has workers 1..{SPARK_WORKERS}")
+    return f"cluster-worker{n}"
+
+
+def _cluster_spawn(name: str, main: str, args: Sequence[str], properties: dict[str, str]) -> None:
+    conf = _cluster_conf(name)
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    conf.write_text("# written by scripts/stack/stack.py (rewritten on every start)\n"
+                    + "".join(f"{k}={v}\n" for k, v in properties.items()))
+    local = CLUSTER_DIR / name.removeprefix("cluster-").replace("worker", "local")
+    local.mkdir(parents=True, exist_ok=True)
+    home = spark_home()
+    env = {"SPARK_HOME": str(home), "SPARK_LOCAL_IP": HOST, "SPARK_LOCAL_HOSTNAME": HOST,
+           "SPARK_LOG_DIR": str(LOG_DIR), "SPARK_LOCAL_DIRS": str(local), "SPARK_DAEMON_MEMORY": SPARK_DAEMON_HEAP,
+           "SPARK_CONF_DIR": str(conf.parent),  # no spark-defaults.conf: nothing but what is given here
+           # executors are started with the worker's environment: no Python to be found, no project on a path
+           "PYSPARK_PYTHON": CLUSTER_PYTHON, "PYSPARK_DRIVER_PYTHON": CLUSTER_PYTHON}
+    _spawn(name, [str(home / "bin" / "spark-class"), main, *args, "--properties-file", str(conf)], env=env,
+           unset=("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "SPARK_CONF_DIR", "SPARK_DIST_CLASSPATH",
+                  "PYSPARK_SUBMIT_ARGS", "SPARK_DAEMON_JAVA_OPTS"))
+
+
+def _cluster_state() -> dict:
+    """The master's view (its web UI's JSON): workers, apps, ..."""
+    r = requests.get(f"{SPARK_MASTER_WEBUI_URL}/json/", timeout=3)
+    r.raise_for_status()
+    return r.json()
+
+
+def _alive_worker_ports() -> set[int]:
+    return {w["port"] for w in _cluster_state().get("workers", []) if w.get("state") == "ALIVE"}
+
+
+def _worker_port(n: int) -> int:
+    return SPARK_WORKER_PORT + n - 1
+
+
+def _cluster_ready() -> bool:
+    """The master answers and shows all the stack's workers ALIVE."""
+    ports = _alive_worker_ports()
+    return all(_worker_port(n) in ports for n in range(1, SPARK_WORKERS + 1))
+
+
+def _master_start() -> bool:
+    if _cluster_pid("cluster-master"):
+        return False
+    _log(f"starting the Spark master on {SPARK_MASTER_URL} (web UI {SPARK_MASTER_WEBUI_URL})")
+    _cluster_spawn("cluster-master", "org.apache.spark.deploy.master.Master",
+                   ["--host", HOST, "--port", str(SPARK_MASTER_PORT), "--webui-port", str(SPARK_MASTER_WEBUI_PORT)],
+                   {"spark.master.rest.enabled": "false", "spark.ui.reverseProxy": "false",
+                    # a worker that stopped answering without closing its connection is given up on after this
+                    "spark.worker.timeout": "15"})
+    return True
+
+
+def _worker_start(n: int) -> bool:
+    name = _worker_name(n)
+    if _cluster_pid(name):
+        return False
+    work = CLUSTER_DIR / f"work{n}"
+    work.mkdir(parents=True, exist_ok=True)
+    _log(f"starting Spark worker {n} on {HOST}:{_worker_port(n)} ({SPARK_WORKER_CORES} core(s), {SPARK_WORKER_MEMORY}; "
+         f"PYSPARK_PYTHON={CLUSTER_PYTHON})")
+    _cluster_spawn(name, "org.apache.spark.deploy.worker.Worker",
+                   [SPARK_MASTER_URL, "--host", HOST, "--port", str(_worker_port(n)),
+                    "--webui-port", str(SPARK_WORKER_WEBUI_PORT + n - 1), "--cores", str(SPARK_WORKER_CORES),
+                    "--memory", SPARK_WORKER_MEMORY, "--work-dir", str(work)],
+                   # finished applications' dirs (their jars, executor logs) go after a day
+                   {"spark.worker.cleanup.enabled": "true", "spark.worker.cleanup.appDataTtl": "86400"})
+    return True
+
+
+def _cluster_start() -> None:
+    _master_start()
+    for n in range(1, SPARK_WORKERS + 1):
+        _worker_start(n)
+
+
+def _cluster_died() -> str | None:
+    for name in ["cluster-master"] + [_worker_name(n) for n in range(1, SPARK_WORKERS + 1)]:
+        err = _died(name)
+        if err:
+            return err
+    return None
+
+
+def _cluster_wait(timeout: float) -> None:
+    poll(_cluster_ready, timeout, f"the Spark master {SPARK_MASTER_URL} with {SPARK_WORKERS} ALIVE workers",
+         log=LOG_DIR / "cluster-master.log", fail_fast=_cluster_died)
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes under ``pid`` (children first, then theirs)."""
+    children: dict[int, list[int]] = {}
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            fields = Path(stat).read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.split("/")[2]))
+        except (OSError, IndexError, ValueError):
+            continue
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def kill_worker(n: int, executors: bool = True, timeout: float = 30) -> None:
+    """kill -9 worker ``n`` (1 or 2) as in a machine loss: its JVM and, with ``executors``, the executor JVMs it
+    started (without, they exit by themselves once their worker is gone). Returns once the master no longer
+    counts it ALIVE."""
+    name = _worker_name(n)
+    pid = _cluster_pid(name)
+    if not pid:
+        return
+    victims = [pid] + (_descendants(pid) if executors else [])
+    _log(f"kill -9 Spark worker {n} (pid {pid}" + (f", its processes {victims[1:]})" if victims[1:] else ")"))
+    for victim in victims:
+        try:
+            os.kill(victim, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    poll(lambda: not any(_pid_alive(v) for v in victims), timeout, f"Spark worker {n} to die")
+    _pidfile(name).unlink(missing_ok=True)
+    poll(lambda: _worker_port(n) not in _alive_worker_ports(), timeout, f"the master to drop worker {n}")
+
+
+def start_worker(n: int, timeout: float = 60) -> None:
+    """Start worker ``n`` (after kill_worker or stop_worker) and wait until the master counts it ALIVE."""
+    _worker_start(n)
+    poll(lambda: _worker_port(n) in _alive_worker_ports(), timeout, f"Spark worker {n} to register",
+         log=LOG_DIR / f"{_worker_name(n)}.log", fail_fast=lambda: _died(_worker_name(n)))
+
+
+def stop_worker(n: int, timeout: float = 30) -> None:
+    """Stop worker ``n`` cleanly (it stops its executors)."""
+    name = _worker_name(n)
+    pid = _cluster_pid(name)
+    if pid:
+        _terminate(pid, f"Spark worker {n}", str(_cluster_conf(name)), timeout)
+    _pidfile(name).unlink(missing_ok=True)
+
+
+def stop_cluster(timeout: float = 30) -> None:
+    for n in range(1, SPARK_WORKERS + 1):
+        stop_worker(n, timeout)
+    pid = _cluster_pid("cluster-master")
+    if pid:
+        _terminate(pid, "the Spark master", str(_cluster_conf("cluster-master")), timeout)
+    _pidfile("cluster-master").unlink(missing_ok=True)
+
+
+def cluster_workers() -> list[dict]:
+    """The workers the master knows of (ALIVE and DEAD ones): id, host, port, state, cores, coresused, ..."""
+    return _cluster_state().get("workers", [])
+
+
+# --------------------------------------------------------------------------
 # whole stack
 # --------------------------------------------------------------------------
 COMPONENTS = ("postgres", "mariadb", "kafka", "connect", "metastore")
-OPTIONAL = ("thriftserver", "trino")  # started only when named
+OPTIONAL = ("thriftserver", "trino", "s3", "cluster")  # started only when named
 NEEDS = {"connect": ("kafka",), "metastore": ("postgres",), "thriftserver": ("metastore", "postgres"),
          "trino": ("metastore", "postgres")}
 
@@ -1149,8 +1675,11 @@ def _with_needs(components: Iterable[str] | None) -> set[str]:
 def up(timeout: float = 240, components: Iterable[str] | None = None) -> None:
     """Start whatever of `components` (default: all) and what they need is not running, and wait (polling)
     until all of it is ready."""
-    _check_installed()
     wanted = _with_needs(components)
+    if wanted - {"s3", "cluster"}:
+        _check_installed()
+    if "s3" in wanted:
+        _s3proxy_jar()  # installed?
     for d in (STACK_DIR, RUN_DIR, LOG_DIR, CONF_DIR):
         d.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -1159,7 +1688,8 @@ def up(timeout: float = 240, components: Iterable[str] | None = None) -> None:
         return max(5.0, timeout - (time.monotonic() - t0))
 
     # start the independent servers together, then wait for each and start what needs them
-    starts = {"postgres": _pg_start, "mariadb": _mariadb_start, "kafka": _kafka_start}
+    starts = {"postgres": _pg_start, "mariadb": _mariadb_start, "kafka": _kafka_start, "s3": _s3_start,
+              "cluster": _cluster_start}
     for name, start in starts.items():
         if name in wanted:
             start()
@@ -1177,17 +1707,22 @@ def up(timeout: float = 240, components: Iterable[str] | None = None) -> None:
     if "metastore" in wanted:
         _metastore_wait(remaining())
     if "thriftserver" in wanted:
-        _thriftserver_start()
+        _thriftserver_start(s3=_thriftserver_wants_s3("s3" in wanted))
     if "trino" in wanted:
         _trino_start()
     if "thriftserver" in wanted:
         _thriftserver_wait(remaining())
     if "trino" in wanted:
         _trino_wait(remaining())
+    if "s3" in wanted:
+        _s3_wait(remaining())
+    if "cluster" in wanted:
+        _cluster_wait(remaining())
     addresses = {"kafka": f"Kafka {KAFKA_BOOTSTRAP}", "connect": f"Connect {CONNECT_URL}",
                  "postgres": f"PostgreSQL {HOST}:{PG_PORT}", "mariadb": f"MariaDB {HOST}:{MARIADB_PORT}",
                  "metastore": f"Hive metastore {METASTORE_URI}", "thriftserver": f"Thrift server {THRIFTSERVER_JDBC_URL}",
-                 "trino": f"Trino {TRINO_URL}"}
+                 "trino": f"Trino {TRINO_URL}", "s3": f"S3 {S3_ENDPOINT} (bucket {S3_BUCKET})",
+                 "cluster": f"Spark master {SPARK_MASTER_URL} ({SPARK_WORKERS} workers)"}
     _log(f"stack up in {time.monotonic() - t0:.1f}s: "
          + ", ".join(addresses[c] for c in COMPONENTS + OPTIONAL if c in wanted))
 
@@ -1200,7 +1735,7 @@ def down(components: Iterable[str] | None = None) -> None:
     for name, needs in NEEDS.items():
         if wanted & set(needs):
             wanted.add(name)
-    stops = {"thriftserver": stop_thriftserver, "trino": stop_trino, "connect": stop_connect, "metastore": stop_metastore, "kafka": _kafka_stop, "mariadb": _mariadb_stop,
+    stops = {"cluster": stop_cluster, "s3": stop_s3, "thriftserver": stop_thriftserver, "trino": stop_trino, "connect": stop_connect, "metastore": stop_metastore, "kafka": _kafka_stop, "mariadb": _mariadb_stop,
              "postgres": _pg_stop}
     for name, stop in stops.items():
         if name in wanted:
@@ -1226,6 +1761,10 @@ def status() -> dict:
     out["thriftserver"] = {"pid": _thriftserver_pid(), "ready": safe(_thriftserver_ready),
                            "address": THRIFTSERVER_JDBC_URL}
     out["trino"] = {"pid": _trino_pid(), "ready": safe(_trino_ready), "address": TRINO_URL}
+    out["s3"] = {"pid": _s3_pid(), "ready": safe(_s3_ready), "address": f"{S3_ENDPOINT} bucket {S3_BUCKET}"}
+    out["cluster"] = {"pid": _cluster_pid("cluster-master"), "ready": safe(_cluster_ready),
+                      "address": f"{SPARK_MASTER_URL} (UI {SPARK_MASTER_WEBUI_URL})",
+                      "workers": {n: _cluster_pid(_worker_name(n)) for n in range(1, SPARK_WORKERS + 1)}}
     if out["connect"]["ready"]:
         try:
             out["connect"]["connectors"] = {n: connector_status(n) for n in list_connectors()}
@@ -1424,6 +1963,8 @@ def _print_status(components: Iterable[str] | None = None) -> bool:
         state = "ready" if info["ready"] else ("starting/unhealthy" if pid else "stopped")
         all_ready &= bool(info["ready"])
         print(f"{comp:12s} {state:18s} pid={pid or '-':<8} {info['address']}")
+        for n, wpid in info.get("workers", {}).items():
+            print(f"          worker {n}: pid={wpid or '-'} {HOST}:{_worker_port(n)}")
         for cname, cst in info.get("connectors", {}).items():
             tasks = ",".join(t["state"] for t in cst.get("tasks", []))
             print(f"          connector {cname}: {cst['connector']['state']} tasks=[{tasks}]")
