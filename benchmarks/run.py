@@ -24,6 +24,9 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -33,7 +36,7 @@ BENCH = Path(os.environ.get("BENCH_DIR", ROOT / ".bench"))
 VENV_PYTHON = BENCH / "venv35" / "bin" / "python"
 JARS = BENCH / "jars"
 RESULTS = HERE / "results"
-SCENARIOS = ("merge", "change-size", "base-scaling", "landing", "view-read", "small-command")
+SCENARIOS = ("merge", "change-size", "base-scaling", "landing", "view-read", "small-command", "cluster")
 PEERS = ("delta", "delta-dv", "iceberg-cow", "iceberg-mor", "hudi-cow", "hudi-mor")
 # view-read: the peers whose reads meet pending changes (delete files, deletion vectors) as lakecompact's view does
 VIEW_READ_PEERS = ("iceberg-mor", "delta-dv")
@@ -334,38 +337,69 @@ class Run:
         path.write_text("\n".join(lines) + "\n")
 
     def cli(self, run_name: str, commands: list[tuple[str, list[str], list[str]]],
-            checks: dict[str, tuple[int, list[str]]] | None = None, warehouse: Path | None = None) -> dict:
+            checks: dict[str, tuple[int, list[str]]] | None = None, warehouse: Path | None = None, *,
+            engine: str = "lakecompact-cli", launcher: list[str] | None = None,
+            write_toml: Callable[[Path, list[str]], None] | None = None, env: dict | None = None,
+            before: Callable[[str, bool], None] | None = None,
+            measure: Callable[[str], AbstractContextManager[dict]] | None = None,
+            retry: Callable[[str, dict], str | None] | None = None, relation: str = VIEW) -> dict:
         """lakecompact through its command line: each (step, argv, source paths) one process, timed whole.
         checks: name -> (after which command index, paths): a `sql` of the checksum query there (not timed).
-        warehouse: an existing lake to work on (kept); default a new one under the run's work folder."""
+        warehouse: an existing lake to work on (kept); default a new one under the run's work folder.
+        launcher: the command line before `--config` (default the `lakecompact` script; e.g. a spark-submit);
+        write_toml(path, source paths): the lake.toml (default lake_toml, a local lake); before(step, timed): called
+        before each process; measure(step): a context around each process whose dict joins the step's info;
+        retry(step, that dict): after a failed process, why to run it once more (None: do not);
+        relation: the view the checks read."""
         if self.reused(run_name):
             return self.runs[run_name]
         work = self.work / run_name.replace("@", "-").replace("=", "")
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
-        own_warehouse = warehouse is None
+        own_warehouse = warehouse is None and write_toml is None
         warehouse, toml = warehouse or work / "warehouse", work / "lake.toml"
         exe = Path(sys.executable).parent / "lakecompact"
-        base = [str(exe)] if exe.exists() else [sys.executable, "-m", "lakecompact"]
-        result = {"engine": "lakecompact-cli", "run": run_name, "steps": [], "checks": {}, "error": None,
+        base = launcher or ([str(exe)] if exe.exists() else [sys.executable, "-m", "lakecompact"])
+        write_toml = write_toml or (lambda path, paths: self.lake_toml(path, warehouse, paths))
+        result = {"engine": engine, "run": run_name, "steps": [], "checks": {}, "error": None,
                   "info": {"command": " ".join(base)}, "process": {"seconds": 0.0, "peak_rss_mb": 0}}
         self.runs[run_name] = result
         logs = BENCH / "logs" / self.name
 
         def command(step, argv, paths, record=True):
-            self.lake_toml(toml, warehouse, paths)
+            write_toml(toml, paths)
             slug = re.sub(r"[^a-z0-9]+", "-", step.lower()).strip("-")
             out_path = logs / f"{run_name}.{slug}.out"
-            if self.args.quiet_wait and record:
-                wait_for_quiet(self.args.quiet_wait)
-            process = run_process([*base, "--config", str(toml), *argv], logs / f"{run_name}.{slug}.log",
-                                  timeout=self.args.timeout, stdout_path=out_path)
-            stderr = Path(process["log_path"]).read_text(errors="replace")
-            inner = re.findall(r"lakecompact \w+: finished in ([0-9.]+)s", stderr)
+            retried = None
+            while True:
+                if self.args.quiet_wait and record:
+                    wait_for_quiet(self.args.quiet_wait)
+                if before:
+                    before(step, record)
+                with (measure(step) if measure else nullcontext({})) as measured:
+                    process = run_process([*base, "--config", str(toml), *argv], logs / f"{run_name}.{slug}.log",
+                                          env=env, timeout=self.args.timeout, stdout_path=out_path)
+                why = retry(step, measured) if retry and process["rc"] and retried is None else None
+                if not why:
+                    break
+                retried = f"run again after a failure ({process['seconds']:.0f} s, exit {process['rc']}): {why}"
+                shutil.copy(process["log_path"], f"{process['log_path']}.failed")
+                loud(f"{run_name}: {step} failed while {why}: running it again")
+            if measured.get("service_cpu_seconds"):  # work done for it by other processes (executors, S3): its own
+                process["cpu_seconds"] = round(process["cpu_seconds"] + measured["service_cpu_seconds"], 1)
+                process["other_cpu_share"] = round(max(0.0, process["other_cpu_share"] - measured["service_cpu_seconds"]
+                                                       / max(1e-9, process["seconds"] * (os.cpu_count() or 1))), 2)
+            # spark-submit's PythonRunner passes the driver's Python stderr on to its stdout
+            said = Path(process["log_path"]).read_text(errors="replace") + (
+                out_path.read_text(errors="replace") if out_path.exists() else "")
+            inner = re.findall(r"lakecompact \w+: finished in ([0-9.]+)s", said)
             info = {"inner_seconds": float(inner[-1]) if inner else None, "peak_rss_mb": process["peak_rss_mb"],
                     "other_cpu_share": process["other_cpu_share"],
                     "peak_hwm_sum_mb": process["peak_hwm_sum_mb"],
-                    "log": process["log"]}
+                    "log": process["log"], **measured, **({"retried": retried} if retried else {})}
+            info["core_seconds"] = _core_seconds(info)
+            if retried:
+                self.notes.append(f"{run_name}: {step}: {retried}")
             if process["rc"]:
                 result["error"] = f"`lakecompact {' '.join(argv)}` exited {process['rc']} (see {process['log']})"
                 self.failures.append(f"{run_name}: {result['error']}")
@@ -378,7 +412,7 @@ class Run:
                 result["process"]["other_weighted"] = weighted
                 result["process"]["other_cpu_share"] = round(weighted / max(1e-9, result["process"]["seconds"]), 2)
             log(f"{run_name}: {step}: {process['seconds']:.1f}s whole process"
-                f" ({info['inner_seconds']}s inside, peak RSS {process['peak_rss_mb']} MB)")
+                f" ({fmt(info['inner_seconds'], 1)} s inside, peak RSS {process['peak_rss_mb']} MB)")
             return out_path.read_text() if out_path.exists() else ""
 
         for index, (step, argv, paths) in enumerate(commands):
@@ -387,8 +421,10 @@ class Run:
             command(step, argv, paths)
             for name, (after, check_paths) in (checks or {}).items():
                 if after == index and not result["error"]:
-                    out = command(f"check {name}", ["sql", f"SELECT {CHECK_SQL} FROM {VIEW}"], check_paths, record=False)
-                    row = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+                    out = command(f"check {name}", ["sql", f"SELECT {CHECK_SQL} FROM {relation}"], check_paths,
+                                  record=False)
+                    row = next((json.loads(line) for line in reversed(out.strip().splitlines())
+                                if line.startswith('{"rows"')), {})
                     result["checks"][name] = {k: row.get(k) for k in ("rows", "score_sum", "checksum")}
         if not self.args.keep_work and own_warehouse:
             shutil.rmtree(warehouse, ignore_errors=True)
@@ -1031,6 +1067,496 @@ def scenario_small_command(args) -> None:
               f"the {target:.0f} s target")
 
 
+# -- the cluster scenario: lakecompact local vs spark-submit on the stack's cluster, warehouse on the stack's S3 ----
+NO_PYTHON = "/nonexistent/python"  # the executors' Python: none (the stack's workers have none either)
+CLUSTER_RUN, LOCAL_RUN, LOCAL_S3_RUN = "lakecompact-cluster-s3", "lakecompact-local", "lakecompact-local-s3"
+STACK_PARTS = ("postgres", "metastore", "s3", "cluster")  # what stack.up(["metastore", "s3", "cluster"]) starts
+
+
+def _stack_module():
+    """scripts/stack/stack.py (stdlib + requests; importing it starts nothing)."""
+    folder = str(ROOT / "scripts" / "stack")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    import stack
+
+    return stack
+
+
+class ServiceCpu:
+    """The CPU time, while a step runs, of the processes that work for it outside its own process tree: the
+    executors the stack's workers start (their children, sampled every 0.5 s as they come and go) and the long-lived
+    services (S3, the metastore: their CPU time's growth). Counted as the step's own, not as other processes' noise."""
+
+    def __init__(self, workers: list[int], services: list[int]):
+        import threading
+
+        self.workers, self.services = workers, services
+        self.start = {pid: _cpu_ticks(pid) for pid in services}
+        self.executors: dict[int, int] = {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        while not self.done.is_set():
+            tree = _children()
+            todo = [child for worker in self.workers for child in tree.get(worker, [])]
+            while todo:
+                pid = todo.pop()
+                self.executors[pid] = max(self.executors.get(pid, 0), _cpu_ticks(pid))
+                todo.extend(tree.get(pid, []))
+            self.done.wait(0.5)
+
+    def stop(self) -> float:
+        self.done.set()
+        self.thread.join()
+        ticks = sum(self.executors.values()) + sum(max(0, _cpu_ticks(pid) - t) for pid, t in self.start.items())
+        return round(ticks / os.sysconf("SC_CLK_TCK"), 1)
+
+
+class BenchStack:
+    """The stack's metastore, S3 and Spark cluster for the cluster scenario: brought up at the first step that needs
+    them (stack.up), and at the end what this started is stopped. A metastore that ran before and that this
+    restarted with the s3a client is left running so (see leave).
+
+    The metastore needs the s3a client on its class path to make the folders of databases and tables at s3a://
+    locations, and the stack starts it without one: the same workaround as tests/e2e/support/cluster.py's
+    metastore_reading_s3 (its Hadoop swapped for pyspark's hadoop-client-* with the s3a jars and a core-site.xml of
+    the stack's S3), checked again before every step, since a test on this machine may restart it meanwhile."""
+
+    def __init__(self, args, prefix: str):
+        self.args, self.prefix = args, prefix  # prefix: this run's keys in the bucket ("bench-…/")
+        self.stack = _stack_module()
+        self.found: dict | None = None  # what ran before this started anything
+        self.restarted_metastore = False
+        self.notes: list[str] = []
+
+    # -- bringing up and leaving ---------------------------------------------------------------------------
+    def ready(self, step: str = "", timed: bool = True) -> None:
+        stack = self.stack
+        if self.found is None:
+            status = stack.status()
+            self.found = {part: bool(status[part]["pid"]) for part in STACK_PARTS}
+            self.found["workers"] = {int(n): bool(pid) for n, pid in status["cluster"]["workers"].items()}
+            log(f"stack before this run: {self.found}; stack.up(metastore, s3, cluster)")
+            stack.up(components=["metastore", "s3", "cluster"])
+        self._metastore_reading_s3()
+        self._cluster_free(step)
+
+    def _metastore_reading_s3(self) -> None:
+        stack = self.stack
+        pid = stack._metastore_pid()
+        if pid and "hadoop-aws" in stack._cmdline(pid):
+            return
+        conf_dir = BENCH / "stack" / "metastore-conf"
+        conf_dir.mkdir(parents=True, exist_ok=True)
+        (conf_dir / "core-site.xml").write_text(
+            "<?xml version=\"1.0\"?>\n<configuration>\n" + "".join(
+                f"  <property><name>{key.removeprefix('spark.hadoop.')}</name><value>{value}</value></property>\n"
+                for key, value in stack.s3_spark_conf().items()) + "</configuration>\n")
+        hadoop = sorted(str(p) for p in (stack.spark_home() / "jars").glob("hadoop-client-*.jar"))
+        stock = stack._metastore_classpath
+
+        def with_s3a() -> str:
+            entries = []
+            for entry in stock().split(":"):
+                if entry.endswith("/*") and Path(entry[:-2]) == stack.METASTORE_JARS:  # its jars, less its Hadoop
+                    entries += sorted(str(p) for p in stack.METASTORE_JARS.glob("*.jar") if "hadoop-client" not in p.name)
+                else:
+                    entries.append(entry)
+            return ":".join([str(conf_dir), *entries, *hadoop, *stack.s3a_jars()])
+
+        log("restarting the stack's metastore with the s3a client (it makes the folders of s3a:// databases and "
+            "tables; the stack starts it without one)")
+        stack.stop_metastore()
+        stack._metastore_classpath = with_s3a
+        try:
+            stack.start_metastore()
+        finally:
+            stack._metastore_classpath = stock
+        self.restarted_metastore = True
+
+    def _cluster_free(self, step: str) -> None:
+        """Wait (up to --quiet-wait) until no other application holds the cluster's cores, then for both workers."""
+        stack, deadline = self.stack, time.monotonic() + max(self.args.quiet_wait, 5)
+        while True:
+            try:
+                apps = [a.get("name") for a in stack._cluster_state().get("activeapps", [])]
+            except Exception:  # noqa: BLE001
+                apps = []
+            if not apps:
+                break
+            if time.monotonic() > deadline:
+                self.notes.append(f"{step}: started while other applications held the cluster: {apps}")
+                break
+            log(f"the cluster runs other applications ({apps}): waiting")
+            time.sleep(5)
+        if not stack._cluster_ready():
+            log("a worker of the stack's cluster is down: stack.up(cluster)")
+            stack.up(components=["cluster"])
+
+    def leave(self) -> None:
+        """Stop what this started; the metastore restarted as the stack starts it (when this restarted it)."""
+        if self.found is None:
+            return
+        stack, found = self.stack, self.found
+        if not found["cluster"]:
+            stack.stop_cluster()
+        else:
+            for n, was in found["workers"].items():
+                if not was:
+                    stack.stop_worker(n)
+        if not found["s3"]:
+            stack.stop_s3()
+        if not found["metastore"]:
+            log("stopping the metastore this run started")
+            stack.stop_metastore()
+        elif self.restarted_metastore:
+            # left as it is: it serves all the stack's does, and a test that found it reading s3a:// (the e2e
+            # cluster tests' metastore_reading_s3 then does not restart it) would fail if it were restarted without
+            self.notes.append("The stack's metastore was restarted with the s3a client for this run and left running "
+                              "so (restarting it without would break a cluster test that found it so).")
+        if not found["postgres"]:
+            stack._pg_stop()
+
+    # -- what the S3 server served -------------------------------------------------------------------------
+    @contextmanager
+    def s3_requests(self, step: str) -> Iterator[dict]:
+        """Around one process: the requests S3 served meanwhile (its request log between two marks), per op."""
+        mark, pids = self.stack.s3_request_log_mark(), self._pids()
+        info: dict = {}
+        sampler = ServiceCpu([pid for name, pid in pids.items() if pid and name.startswith("worker")],
+                             [pid for name, pid in pids.items() if pid and not name.startswith("worker")])
+        try:
+            yield info
+        finally:
+            info["service_cpu_seconds"] = sampler.stop()
+            time.sleep(0.3)  # the last lines of the log
+            info["s3"] = self.summarize(self.stack.s3_request_log(mark))
+            changed = [name for name, pid in self._pids().items() if pid != pids.get(name)]
+            if changed:  # restarted or stopped by someone else meanwhile (a test on this machine)
+                info["restarted_meanwhile"] = changed
+                self.notes.append(f"{step}: {', '.join(changed)} restarted or stopped by another process during it")
+
+    def _pids(self) -> dict:
+        stack = self.stack
+        status = stack.status()
+        return {"metastore": status["metastore"]["pid"], "s3": status["s3"]["pid"],
+                **{f"worker {n}": pid for n, pid in status["cluster"]["workers"].items()}}
+
+    @staticmethod
+    def retry(step: str, info: dict) -> str | None:
+        """A step that failed while another process restarted a service it uses is run once more."""
+        changed = info.get("restarted_meanwhile")
+        return f"another process restarted {', '.join(changed)} during it" if changed else None
+
+    def summarize(self, requests: list) -> dict:
+        """Per S3 operation, this run's requests (a key under its prefix, a listing of its prefix, or a request of
+        the bucket itself, which names no key: DeleteObjects, HeadBucket); copies split into data files and
+        others; `foreign`: requests of other clients meanwhile (keys elsewhere), which the bucket-level ones may
+        include."""
+        bucket = self.stack.S3_BUCKET
+        ops: Counter = Counter()
+        data_copies, other_copies, foreign, bucket_level, put_bytes = [], [], 0, 0, 0
+        for r in requests:
+            if r.bucket != bucket:
+                foreign += 1
+                continue
+            if r.key:
+                if not r.key.startswith(self.prefix):
+                    foreign += 1
+                    continue
+            elif "prefix" in r.query:
+                if not r.query["prefix"].startswith(self.prefix):
+                    foreign += 1
+                    continue
+            else:
+                bucket_level += 1
+            ops[r.op] += 1
+            if r.op in ("PutObject", "UploadPart"):
+                put_bytes += int(r.headers.get("x-amz-decoded-content-length") or r.headers.get("content-length") or 0)
+            if r.copy_source is not None:
+                if r.key.endswith(".parquet") or ".parquet" in r.copy_source:
+                    data_copies.append(f"{r.op} {r.copy_source} -> {r.key}")
+                else:
+                    other_copies.append(f"{r.op} {r.copy_source} -> {r.key}")
+        return {"requests": sum(ops.values()), "ops": dict(ops.most_common()), "copies_data": data_copies,
+                "copies_other": other_copies, "bucket_level": bucket_level, "foreign": foreign,
+                "put_mb": round(put_bytes / 1e6, 1)}
+
+    # -- the lake and its commands -------------------------------------------------------------------------
+    def launcher(self) -> list[str]:
+        """spark-submit on the stack's cluster, client mode, as tests/e2e/support/cluster.py's submit_command: the
+        s3a jars on the driver's and executors' class paths (never spark.jars: the AWS SDK bundle is ~650 MB),
+        Python on the driver only."""
+        stack, args = self.stack, self.args
+        s3a = ":".join(stack.s3a_jars())
+        conf = {
+            "spark.executor.extraClassPath": s3a,
+            "spark.executor.memory": args.executor_memory,
+            "spark.pyspark.driver.python": sys.executable,
+            "spark.pyspark.python": NO_PYTHON,
+            "spark.driver.host": stack.HOST,
+            "spark.driver.bindAddress": stack.HOST,
+            "spark.ui.enabled": "false",
+        }
+        return [str(stack.spark_home() / "bin" / "spark-submit"), "--master", stack.SPARK_MASTER_URL,
+                "--deploy-mode", "client", "--driver-class-path", s3a, "--driver-memory", args.driver_memory,
+                *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
+                str(ROOT / "lakecompact" / "__main__.py")]
+
+    def lake_toml(self, path: Path, database: str, paths: list[str], local: bool = False) -> None:
+        """lake.toml of a lake on the stack's S3 and metastore; `local`: for `lakecompact` itself on local[cores]
+        (its own warehouse folder), not spark-submit."""
+        stack, args, q = self.stack, self.args, json.dumps
+        warehouse = f"s3a://{stack.S3_BUCKET}/{self.prefix}{'local-s3/' if local else ''}warehouse"
+        lines = [f"warehouse = {q(warehouse)}", f"database = {q(database)}",
+                 "", "[metastore]", f"uri = {q(stack.METASTORE_URI)}",
+                 "", "[s3]", f"endpoint = {q(stack.S3_ENDPOINT)}", f"region = {q(stack.S3_REGION)}",
+                 "path_style_access = true", f"access_key = {q(stack.S3_ACCESS_KEY)}",
+                 f"secret_key = {q(stack.S3_SECRET_KEY)}",
+                 "", "[source]", 'kind = "files"', f"paths = [{', '.join(q(p) for p in paths)}]",
+                 "", "[defaults]", f"buckets = {args.buckets}", f"merge_on_read = {q(args.merge_on_read)}",
+                 "", "[spark.conf]", f'"spark.sql.shuffle.partitions" = {q(str(args.shuffle_partitions))}',
+                 '"spark.ui.enabled" = "false"']
+        if local:
+            lines += [f'"spark.driver.memory" = {q(args.driver_memory)}', '"spark.driver.host" = "127.0.0.1"',
+                      '"spark.driver.bindAddress" = "127.0.0.1"', "", "[spark]", f"master = {q(f'local[{args.cores}]')}"]
+        path.write_text("\n".join(lines) + "\n")
+
+    def drop(self, run: Run, databases: list[str], paths: list[str]) -> None:
+        """The run's databases out of the shared metastore, and its objects out of the bucket (not timed)."""
+        stack = self.stack
+        folder = run.work / "cleanup"
+        folder.mkdir(parents=True, exist_ok=True)
+        for database in databases:
+            self.lake_toml(folder / "lake.toml", database, paths)
+            try:
+                self.ready("cleanup", timed=False)
+                done = run_process([*self.launcher(), "--config", str(folder / "lake.toml"), "sql",
+                                    f"DROP DATABASE IF EXISTS `{database}` CASCADE"],
+                                   BENCH / "logs" / run.name / f"cleanup-{database}.log", env=SUBMIT_ENV, timeout=900)
+                if done["rc"]:
+                    log(f"dropping {database} failed (see {done['log']})")
+            except Exception as exc:  # noqa: BLE001 - the results matter more than the cleanup
+                log(f"dropping {database} failed: {exc}")
+        shutil.rmtree(stack.S3_DIR / "data" / stack.S3_BUCKET / self.prefix.rstrip("/"), ignore_errors=True)
+
+
+SUBMIT_ENV = {"SPARK_LOCAL_IP": "127.0.0.1", "LAKECOMPACT_SPARK_LOG_LEVEL": "ERROR"}
+
+
+def _core_seconds(info: dict) -> float | None:
+    """The time lakecompact gives for the work itself, without its session's start and its own bookkeeping: the sum
+    of its `land: batch …, in N s` or `compact <table>: …, in N s` lines (from the step's log and output)."""
+    log_path = ROOT / info["log"] if info.get("log") else None
+    if not log_path or not log_path.exists():
+        return None
+    said = log_path.read_text(errors="replace") + (
+        log_path.with_suffix(".out").read_text(errors="replace") if log_path.with_suffix(".out").exists() else "")
+    found = re.findall(r"^(?:land: batch \d+|compact \w+): .*, in ([0-9.]+)s$", said, re.MULTILINE)
+    return round(sum(float(x) for x in found), 1) if found else None
+
+
+def _s3_note(s3: dict | None) -> str:
+    if not s3:
+        return ""
+    ops = ", ".join(f"{op} {count:,}" for op, count in s3["ops"].items())
+    copies = len(s3["copies_data"]) + len(s3["copies_other"])
+    return (f"S3: {s3['requests']:,} requests ({ops}); COPY {copies} ({len(s3['copies_data'])} of .parquet); "
+            f"{s3['put_mb']:,} MB put")
+
+
+def scenario_cluster(args) -> None:
+    n, c = args.rows or 1_000_000, args.change_rows or 100_000
+    run = Run("cluster", args)
+    snap = dataset(f"snapshot-{n}", "snapshot", n, args)  # the merge scenario's data sets
+    change = change_after(f"change-{n}-{c}", snap, c, args, 0, n, 1)
+    run.params = {"rows": n, "change_rows": c, "buckets": args.buckets, "local_master": f"local[{args.cores}]",
+                  "land_batch_files": args.land_batch_files, "driver_memory": args.driver_memory,
+                  "executor_memory": args.executor_memory, "shuffle_partitions": args.shuffle_partitions,
+                  "events_per_file": args.events_per_file, **({"local_s3": True} if args.local_s3 else {})}
+    s_glob, c_glob = snap["glob"], change["glob"]
+    snap_ops, snap_steps = land_snapshot(snap, args)
+    commands = [*[(op["step"], ["land"], op["paths"]) for op in snap_ops],
+                ("compact v1", ["compact"], [s_glob]),
+                ("land change", ["land"], [s_glob, c_glob]),
+                ("compact v2", ["compact"], [s_glob, c_glob])]
+    checks = {"after change": (len(commands) - 1, [s_glob, c_glob])}
+    steps = [step for step, _, _ in commands]
+
+    # (a) local[2], a local warehouse and its embedded metastore: `lakecompact --config lake.toml …`, as the merge
+    # scenario's lakecompact-cli
+    run.cli(LOCAL_RUN, commands, checks=checks)
+
+    # (b) spark-submit on the stack's cluster, the warehouse on the stack's S3, the stack's metastore
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
+    prefix, database = f"bench-{run.name}-{stamp}/", f"bench_{re.sub(r'[^a-z0-9]+', '_', run.name)}_{stamp.replace('-', '_')}"
+    cluster = BenchStack(args, prefix)
+    whole = {}
+    try:
+        mark = None
+
+        def before(step, timed):
+            nonlocal mark
+            cluster.ready(step, timed)
+            if mark is None:
+                mark = cluster.stack.s3_request_log_mark()
+
+        run.cli(CLUSTER_RUN, commands, checks=checks, engine="lakecompact spark-submit",
+                launcher=cluster.launcher(), write_toml=lambda path, paths: cluster.lake_toml(path, database, paths),
+                env=SUBMIT_ENV, before=before, measure=cluster.s3_requests, retry=cluster.retry,
+                relation=f"{database}.public_customers")
+        if mark is not None:
+            whole = cluster.summarize(cluster.stack.s3_request_log(mark))
+            run.runs[CLUSTER_RUN]["info"].update(warehouse=f"s3a://{cluster.stack.S3_BUCKET}/{prefix}warehouse",
+                                                 database=database, s3_whole_run=whole)
+        if args.local_s3:
+            # (c) the local run's way (lakecompact on local[2]) with (b)'s warehouse: S3's share apart from the cluster's
+            run.cli(LOCAL_S3_RUN, commands, checks=checks, engine="lakecompact-cli",
+                    write_toml=lambda path, paths: cluster.lake_toml(path, f"{database}_local", paths, local=True),
+                    before=lambda step, timed: cluster.ready(step, timed), measure=cluster.s3_requests,
+                    retry=cluster.retry, relation=f"{database}_local.public_customers")
+        if cluster.found is not None and not args.keep_work:
+            cluster.drop(run, [database, *([f"{database}_local"] if args.local_s3 else [])], [s_glob, c_glob])
+    finally:
+        cluster.leave()
+    run.notes += cluster.notes
+    reused_info = run.runs.get(CLUSTER_RUN, {}).get("info", {})
+    whole = whole or reused_info.get("s3_whole_run", {})
+    if reused_info.get("warehouse"):
+        prefix = reused_info["warehouse"].split("/", 3)[3].removesuffix("warehouse")
+
+    run.engine("duckdb", "duckdb", [{"op": "load", "paths": [s_glob], "step": "load snapshot"},
+                                    {"op": "merge", "paths": [c_glob], "step": "apply change"},
+                                    {"op": "check", "name": "after change"}])
+
+    # the two lakes' checksums, one against the other (and both against DuckDB, in the correctness table)
+    local_check = run.runs.get(LOCAL_RUN, {}).get("checks", {}).get("after change")
+    cluster_check = run.runs.get(CLUSTER_RUN, {}).get("checks", {}).get("after change")
+    if local_check and cluster_check and local_check != cluster_check:
+        loud(f"MISMATCH: the S3 cluster's view {cluster_check} != the local view {local_check}")
+        run.failures.append(f"the S3 cluster's view {cluster_check} != the local view {local_check}")
+    elif not (local_check and cluster_check):
+        run.failures.append("the checksum of a view is missing (a run failed): local and S3 not compared")
+
+    # the summary: each step, local then the cluster, ratio cluster / local
+    def step_info(run_name, step):
+        return next((s.get("info", {}) for s in run.runs.get(run_name, {}).get("steps", []) if s["step"] == step), {})
+
+    def inner(run_name, names, key="inner_seconds"):
+        found = [step_info(run_name, s).get(key) for s in names]
+        return round(sum(found), 1) if all(found) else None
+
+    for result in run.runs.values():  # the core of each step (also of runs taken from the last results)
+        for step in result.get("steps", []):
+            if "core_seconds" not in step.get("info", {}) and result.get("engine", "").startswith("lakecompact"):
+                step.setdefault("info", {})["core_seconds"] = _core_seconds(step.get("info", {}))
+
+    def inside(run_name, names, reference=None):
+        seconds, core = inner(run_name, names), inner(run_name, names, "core_seconds")
+        if seconds is None:
+            return ""
+        text = f"inside {fmt(seconds, 1)} s" + (f" ({fmt(ratio_of(seconds, reference[0]))}×)" if reference else "")
+        if core is not None:
+            what = ("land" if all("land" in n for n in names) else "compaction" if all("compact" in n for n in names)
+                    else "land and compaction")
+            text += f", of which the {what} itself {fmt(core, 1)} s" + (
+                f" ({fmt(ratio_of(core, reference[1]))}×)" if reference and reference[1] else "")
+        return text
+
+    summary = []
+    groups = [(step, [step]) for step in steps] + [
+        (f"load snapshot ({len(snap_steps)} lands + compact v1)", [*snap_steps, "compact v1"]),
+        ("apply change (land change + compact v2)", ["land change", "compact v2"])]
+    for label, names in groups:
+        local_s, cluster_s = run.seconds(LOCAL_RUN, *names), run.seconds(CLUSTER_RUN, *names)
+        reference = (inner(LOCAL_RUN, names), inner(LOCAL_RUN, names, "core_seconds"))
+        label = f"{label} (whole process{'es' if len(names) > 1 else ''})"
+        summary.append({"step": label, "engine": f"local[{args.cores}], local warehouse (lakecompact CLI)",
+                        "seconds": local_s, "ratio": 1.0 if local_s else None,
+                        "note": inside(LOCAL_RUN, names), "run": LOCAL_RUN, "steps": names})
+        if LOCAL_S3_RUN in run.runs:
+            local_s3_s = run.seconds(LOCAL_S3_RUN, *names)
+            s3 = step_info(LOCAL_S3_RUN, names[0]).get("s3") if len(names) == 1 else None
+            note = inside(LOCAL_S3_RUN, names, reference)
+            summary.append({"step": label, "engine": f"local[{args.cores}], warehouse on S3 (lakecompact CLI)",
+                            "seconds": local_s3_s, "ratio": ratio_of(local_s3_s, local_s),
+                            "note": "; ".join(filter(None, [note, _s3_note(s3)])), "run": LOCAL_S3_RUN,
+                            "steps": names})
+        s3 = step_info(CLUSTER_RUN, names[0]).get("s3") if len(names) == 1 else None
+        note = inside(CLUSTER_RUN, names, reference)
+        summary.append({"step": label, "engine": "spark-submit on the cluster, warehouse on S3",
+                        "seconds": cluster_s, "ratio": ratio_of(cluster_s, local_s),
+                        "note": "; ".join(filter(None, [note, _s3_note(s3)])), "run": CLUSTER_RUN, "steps": names})
+    headline = ratio_of(run.seconds(CLUSTER_RUN, "compact v2"), run.seconds(LOCAL_RUN, "compact v2"))
+    goal = 1.5
+    copies = [step_info(CLUSTER_RUN, s).get("s3") or {} for s in steps]
+    data_copies = sum(len(s.get("copies_data", [])) for s in copies)
+    other_copies = sum(len(s.get("copies_other", [])) for s in copies)
+    run.notes += [
+        (f"Headline: compact v2 (the change's compaction) on the S3 cluster over the local one: {fmt(headline)}× "
+         f"(goal: at most {goal}×: {'met' if headline is not None and headline <= goal else 'NOT met'}). COPY requests "
+         f"over the timed steps: {data_copies} of data files (.parquet; goal 0), {other_copies} of others."),
+        (f"Each step is one whole process, JVM start included. Local: `lakecompact --config lake.toml <command>` on "
+         f"local[{args.cores}] (spark.driver.memory {args.driver_memory}), the warehouse and its embedded metastore on "
+         "the local disk. Cluster: `spark-submit --master spark://127.0.0.1:19077 --deploy-mode client … "
+         "lakecompact/__main__.py --config lake.toml <command>` on the stack's two workers of 1 core each "
+         f"(spark.executor.memory {args.executor_memory}, executors without Python; driver {args.driver_memory}), the "
+         f"warehouse s3a://lake/{prefix}warehouse on the stack's S3Proxy 4.0.0 (filesystem store, same disk) through "
+         "the S3A magic committer, the tables in the stack's Hive metastore. Both read the same local event files; "
+         f"spark.sql.shuffle.partitions = {args.shuffle_partitions} in both. \"inside\": the time lakecompact reports "
+         "itself (`lakecompact <command>: finished in`, from its Python's start); \"itself\": the times of its "
+         "`land: batch …` / `compact <table>: …` lines, without the session's start and the locks and metastore "
+         "around them. Ratios are to the local run."),
+        *([(f"{LOCAL_S3_RUN}: `lakecompact --config lake.toml <command>` on local[{args.cores}] as the local run, "
+            "with the warehouse on the stack's S3 and the tables in its metastore, as the cluster run (--local-s3): "
+            "what S3 costs apart from the cluster.")] if LOCAL_S3_RUN in run.runs else []),
+        ("S3 requests: from S3Proxy's request log between two marks around each process, this run's only (keys under "
+         "its prefix, listings of it, and the bucket-level requests that name no key such as DeleteObjects); a copy "
+         "is a request with x-amz-copy-source (CopyObject, UploadPartCopy)."),
+        ("Peers (Delta, Iceberg, Hudi): not run on S3 here. They run on Spark 3.5 (Scala 2.12) in .bench/venv35 and "
+         "cannot run on the stack's cluster, which is pyspark 4's Spark; on local[2] with an s3a warehouse they would "
+         "need hadoop-aws 3.3.4 with the AWS SDK v1 bundle (Spark 3.5's Hadoop 3.3.4; benchmarks/pom.xml has no such "
+         "profile) and their engine (benchmarks/engines/spark35_peers.py) puts its tables under a local work folder. "
+         "Their local numbers for the same data are in merge.md."),
+    ]
+    extra = _s3_tables(run, steps, whole)
+    run.write(f"cluster: lakecompact on the stack's Spark cluster with the warehouse on S3 vs local[{args.cores}], "
+              f"{n:,} rows + a change of {c:,} events", summary, run.correctness("duckdb"),
+              "the same step on local[2] with a local warehouse", extra)
+
+
+def _s3_tables(run: Run, steps: list[str], whole: dict) -> str:
+    """Markdown: the S3 requests per step and operation, and the copies, of each run on S3."""
+    out = []
+    for run_name, title in ((CLUSTER_RUN, "the cluster run (spark-submit)"), (LOCAL_S3_RUN, "lakecompact on local[2]")):
+        infos = {s["step"]: (s.get("info", {}).get("s3") or {}) for s in run.runs.get(run_name, {}).get("steps", [])}
+        if not any(infos.values()):
+            continue
+        total = whole if run_name == CLUSTER_RUN else {}
+        ops = sorted({op for info in infos.values() for op in info.get("ops", {})} | set(total.get("ops", {})))
+        out += [f"## S3 requests of {title}", "",
+                ("Per step (one process each) and S3 operation; \"COPY .parquet\" counts the copies of data files. "
+                 "\"foreign\": requests of other clients of the bucket meanwhile (not counted; the bucket-level "
+                 "requests, which name no key, could include some of theirs)."), "",
+                "| step | requests | " + " | ".join(ops) + " | COPY .parquet | COPY other | MB put | foreign |",
+                "| --- | ---: | " + " | ".join("---:" for _ in ops) + " | ---: | ---: | ---: | ---: |"]
+        rows = [(step, infos.get(step, {})) for step in steps] + [("all of the run (checks included)", total)]
+        for step, info in rows:
+            if not info:
+                continue
+            out.append(f"| {step} | {info['requests']:,} | " + " | ".join(f"{info['ops'].get(op, 0):,}" for op in ops)
+                       + f" | {len(info['copies_data'])} | {len(info['copies_other'])} | {info['put_mb']:,} | "
+                         f"{info['foreign']:,} |")
+        copied = [(step, c) for step, info in rows[:-1] for c in info.get("copies_data", []) + info.get("copies_other", [])]
+        if copied:
+            out += ["", "Copies (at most 30):", ""] + [f"- {step}: `{c}`" for step, c in copied[:30]]
+        out.append("")
+    return "\n".join(out).rstrip()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scenario", nargs="?", default="merge", choices=SCENARIOS)
@@ -1042,6 +1568,11 @@ def main() -> None:
     parser.add_argument("--driver-memory", default="8g")
     parser.add_argument("--cli-driver-memory", default="1g",
                         help="small-command: spark.driver.memory of the timed CLI commands (Spark's default 1g)")
+    parser.add_argument("--executor-memory", default="2g",
+                        help="cluster: spark.executor.memory on the stack's workers (2g each: all a worker has)")
+    parser.add_argument("--local-s3", action="store_true",
+                        help="cluster: also lakecompact on local[cores] with the warehouse on the stack's S3 (S3's "
+                             "share of the difference, apart from the cluster's)")
     parser.add_argument("--shuffle-partitions", type=int, default=16)
     parser.add_argument("--events-per-file", type=int, default=25_000, help="events per kcat file")
     parser.add_argument("--land-batch-files", type=int, default=10,
@@ -1076,7 +1607,8 @@ def main() -> None:
     except ImportError:
         raise SystemExit(f"lakecompact is not importable by {sys.executable}: run with the project's Python") from None
     if args.buckets is None:
-        rows = args.rows or {"merge": 1_000_000, "change-size": 1_000_000, "view-read": 1_000_000}.get(args.scenario, 250_000)
+        rows = args.rows or {"merge": 1_000_000, "change-size": 1_000_000, "view-read": 1_000_000,
+                            "cluster": 1_000_000}.get(args.scenario, 250_000)
         args.buckets = min(64, max(8, rows // 125_000))
     args.reuse_runs = {r.strip() for r in args.reuse.split(",") if r.strip()}
     if args.report_only:
@@ -1090,7 +1622,8 @@ def main() -> None:
     args.machine = previous_doc["machine"] if args.report_only else machine()
     started = time.monotonic()
     {"merge": scenario_merge, "change-size": scenario_change_size, "base-scaling": scenario_base_scaling,
-     "landing": scenario_landing, "view-read": scenario_view_read, "small-command": scenario_small_command}[
+     "landing": scenario_landing, "view-read": scenario_view_read, "small-command": scenario_small_command,
+     "cluster": scenario_cluster}[
         args.scenario](args)
     log(f"{args.scenario}: finished in {time.monotonic() - started:.0f}s")
 
