@@ -307,8 +307,9 @@ def s3a_packages() -> str:
 
 def _stack_jars(config: Config, folders: tuple[str, ...]) -> list[str]:
     """The stack's jars in these folders (the Kafka source's, the s3a client's), unless the user names packages
-    of their own."""
-    if "spark.jars.packages" in config.spark.conf:
+    of their own or spark-submit started the JVM (its --jars and class paths are the user's: the session's
+    settings would replace them)."""
+    if "spark.jars.packages" in config.spark.conf or os.environ.get("PYSPARK_GATEWAY_PORT"):
         return []
     return [str(jar) for folder in folders for jar in sorted((STACK_JARS / folder).glob("*.jar"))]
 

@@ -833,8 +833,18 @@ def _metastore_conf_dir() -> Path:
 
 
 def _metastore_classpath() -> str:
-    # the conf dir first: metastore-site.xml is found on the class path
-    return ":".join([str(_metastore_conf_dir()), f"{METASTORE_HOME}/lib/*", f"{METASTORE_JARS}/*",
+    """The conf dir first: metastore-site.xml (and core-site.xml) are found on the class path.
+
+    With the s3a jars installed, the metastore runs on pyspark's Hadoop client (the version hadoop-aws is
+    built for; the metastore's own 3.3.6 is too old for it) with the s3a client: Hive makes the folder of every
+    database, table and partition it registers, so a lake on ``s3a://`` needs it, as a production metastore
+    does."""
+    own = [f"{METASTORE_JARS}/*"]
+    s3a = s3a_jars()
+    if s3a:
+        own = [str(p) for p in sorted(METASTORE_JARS.glob("*.jar")) if "hadoop-client" not in p.name]
+        own += sorted(str(p) for p in (spark_home() / "jars").glob("hadoop-client-*.jar")) + s3a
+    return ":".join([str(_metastore_conf_dir()), f"{METASTORE_HOME}/lib/*", *own,
                      str(METASTORE_LAUNCHER / "lakecompact-metastore.jar")])
 
 
@@ -857,6 +867,11 @@ def _metastore_write_conf() -> None:
     }
     properties = "".join(f"  <property><name>{k}</name><value>{v}</value></property>\n" for k, v in values.items())
     _metastore_conf_dir().mkdir(parents=True, exist_ok=True)
+    s3a = {key.removeprefix("spark.hadoop."): value for key, value in s3_spark_conf().items()} if s3a_jars() else {}
+    (_metastore_conf_dir() / "core-site.xml").write_text(
+        "<?xml version=\"1.0\"?>\n<!-- written by scripts/stack/stack.py: the stack's S3 for s3a:// locations -->\n"
+        "<configuration>\n" + "".join(f"  <property><name>{k}</name><value>{v}</value></property>\n"
+                                       for k, v in s3a.items()) + "</configuration>\n")
     (_metastore_conf_dir() / "metastore-site.xml").write_text(
         f"<?xml version=\"1.0\"?>\n<!-- written by scripts/stack/stack.py (rewritten on every up) -->\n"
         f"<configuration>\n{properties}</configuration>\n")
