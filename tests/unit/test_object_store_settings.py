@@ -221,3 +221,17 @@ def test_a_file_uri_warehouse_is_on_the_local_disk():
 def test_a_file_uri_of_a_relative_path_is_refused():
     with pytest.raises(ConfigError, match="^warehouse: expected an absolute path or a URI"):
         lake(warehouse="file:tmp/w")
+
+
+def test_under_spark_submit_the_jars_and_class_paths_are_spark_submits(tmp_path, monkeypatch):
+    """spark-submit started the JVM with the user's --jars and class paths: the session's would replace them."""
+    stack = tmp_path / "stack-jars"
+    for folder in ("s3a", "spark-kafka"):
+        (stack / folder).mkdir(parents=True)
+        (stack / folder / "some.jar").write_bytes(b"")
+    monkeypatch.setattr(spark_module, "STACK_JARS", stack)
+    kafka = lake(source={"kind": "kafka", "bootstrap_servers": "k:9092", "topics": ["t"]})
+    assert "spark.jars" in spark_module.session_conf(kafka)
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "40000")
+    conf = spark_module.session_conf(kafka)
+    assert not {"spark.jars", "spark.driver.extraClassPath", "spark.executor.extraClassPath"} & set(conf)
