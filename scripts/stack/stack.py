@@ -1600,7 +1600,7 @@ def _cluster_wait(timeout: float) -> None:
          log=LOG_DIR / "cluster-master.log", fail_fast=_cluster_died)
 
 
-def _descendants(pid: int) -> list[int]:
+def descendants(pid: int) -> list[int]:
     """The processes under ``pid`` (children first, then theirs)."""
     children: dict[int, list[int]] = {}
     for stat in glob.glob("/proc/[0-9]*/stat"):
@@ -1625,7 +1625,7 @@ def kill_worker(n: int, executors: bool = True, timeout: float = 30) -> None:
     pid = _cluster_pid(name)
     if not pid:
         return
-    victims = [pid] + (_descendants(pid) if executors else [])
+    victims = [pid] + (descendants(pid) if executors else [])
     _log(f"kill -9 Spark worker {n} (pid {pid}" + (f", its processes {victims[1:]})" if victims[1:] else ")"))
     for victim in victims:
         try:

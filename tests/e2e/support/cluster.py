@@ -24,10 +24,14 @@ from pathlib import Path
 from typing import Any
 
 import lakecompact
+from tests.e2e.conftest import load_stack_module
 from tests.e2e.support.columns import Column, Table, canonical
 from tests.e2e.support.common import say
 from tests.e2e.support.comparison import Comparison, compare_rows
 from tests.e2e.support.sources import SourceDb
+
+_stack = load_stack_module()
+_cmdline, _descendants = _stack._cmdline, _stack.descendants  # the stack's own /proc readers
 
 MAIN = Path(lakecompact.__file__).resolve().parent / "__main__.py"  # the entry point spark-submit runs
 NO_PYTHON = "/nonexistent/python"  # the executors' Python: none (the stack's workers have none either)
@@ -209,29 +213,6 @@ def submit(stack, folder: Path, name: str, config: Path, *args: str, cores: int 
                                    start_new_session=True)
     say(f"{name}: spark-submit … lakecompact {' '.join(args)}" + (f" ({', '.join(f'{k}={v}' for k, v in env.items())})" if env else ""))
     return Job(name, args, process, out, err)
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
 
 
 def poll(check: Callable[[], Any], timeout: float, what: str, job: Job | None = None, interval: float = 0.25) -> Any:
