@@ -2,14 +2,16 @@
 
     bash benchmarks/setup.sh                        # once: .bench/venv35 (Spark 3.5 peers), .bench/jars
     nice -n 10 python benchmarks/run.py merge [--rows 1000000] [--change-rows 100000] [--engines a,b]
-    nice -n 10 python benchmarks/run.py change-size | base-scaling | landing | view-read | small-command
+    nice -n 10 python benchmarks/run.py change-size | base-scaling | landing | view-read | small-command | cluster
+    python benchmarks/run.py report                 # docs/performance.md from the results, running nothing
 
 Run it with the Python that has lakecompact installed (the project's main env, Spark 4); the peers run
 in .bench/venv35 (Spark 3.5). Every engine is its own process, one at a time, on local[2] with the same
 driver memory; each reports its own step times (JVM start excluded) and this harness the process's wall
 time and peak memory. After the change every engine's table is checked (live rows, sum(score), a checksum
 of md5(id|name|score|bio)) against the DuckDB reference and the others; a mismatch is printed and marked.
-Results: benchmarks/results/<scenario>.{json,md,png}. See benchmarks/README.md.
+Results: benchmarks/results/<scenario>.{json,md,png}, and docs/performance.md (benchmarks/report.py) made again
+from all of them after every scenario. See benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
+
+from report import write_page as write_performance_page  # benchmarks/report.py, beside this file
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -487,6 +491,10 @@ class Run:
             log(f"chart failed: see {chart['log']}")
         print(md)
         log(f"results: {json_path.relative_to(ROOT)}, .md, .png")
+        try:  # the page of every target's latest ratio, so that it never lags the results
+            log(f"{write_performance_page().relative_to(ROOT)} written again from benchmarks/results/")
+        except Exception as exc:  # noqa: BLE001 - the results are written; the page can be made later
+            loud(f"docs/performance.md not written ({exc!r}): run `python benchmarks/run.py report`")
 
 
 def ratio_of(seconds, reference):
@@ -1559,7 +1567,8 @@ def _s3_tables(run: Run, steps: list[str], whole: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("scenario", nargs="?", default="merge", choices=SCENARIOS)
+    parser.add_argument("scenario", nargs="?", default="merge", choices=(*SCENARIOS, "report"),
+                        help="a scenario to run, or `report`: write docs/performance.md from the results, nothing run")
     parser.add_argument("--rows", type=int, help="snapshot rows N (default: per scenario)")
     parser.add_argument("--change-rows", type=int, help="change events C (default: per scenario)")
     parser.add_argument("--engines", help=f"comma-separated, of: {', '.join(ALL_ENGINES)} (merge, base-scaling, view-read)")
@@ -1594,9 +1603,12 @@ def main() -> None:
     parser.add_argument("--name", help="results files benchmarks/results/<name>.{json,md,png} (default: the scenario), "
                         "e.g. merge-5m for a run at another size that should not replace the default run's results")
     parser.add_argument("--merge-on-read", action="store_true",
-                        help="lakecompact's tables with merge_on_read = true (README: Merge-on-read)")
+                        help="lakecompact's tables with merge_on_read = true (docs/configuration.md: Merge-on-read)")
     parser.add_argument("--nice", type=int, default=10, help="raise this process's niceness to at least this")
     args = parser.parse_args()
+    if args.scenario == "report":
+        print(write_performance_page().relative_to(ROOT))
+        return
     if args.nice and os.nice(0) < args.nice:
         os.nice(args.nice - os.nice(0))
     if not VENV_PYTHON.exists():

@@ -39,7 +39,7 @@ UNPLACED = "_unknown"
 
 @dataclass(frozen=True)
 class TablePaths:
-    """Where one table's parts live (DESIGN "Storage layout")."""
+    """Where one table's parts live (docs/design.md "Storage layout")."""
 
     root: str
 
@@ -73,7 +73,7 @@ class TablePaths:
 
     def archived(self, hour: str, batch: int) -> str:
         """A consumed increment stays where it was landed: it is archived by being out of `<t>_increments` and at
-        or below the current manifest's last batch (DESIGN "Commit protocols"), so no store moves its objects."""
+        or below the current manifest's last batch (docs/design.md "Compaction protocol"), so no store moves its objects."""
         return self.increment(hour, batch)
 
     @property
@@ -297,10 +297,8 @@ class Catalog:
 
     # -- partitions ------------------------------------------------------------------------------
     # Partitions and properties go through Spark's session catalog, not SHOW and ALTER TABLE statements: a statement's
-    # analysis and run ask the metastore for the table ~12 times around the one call that does the work. Measured
-    # warm, 30 calls each, on the stack's metastore: adding a partition 94-103 -> 50-60 ms, dropping one 79-87 -> 44,
-    # setting a property 76-93 -> 41, reading the partitions 41-47 -> 31-33, the properties 33-38 -> 26-29 (the
-    # embedded one: benchmarks/HISTORY.md). Each does what its statement does: the same metastore call, and after a
+    # analysis and run ask the metastore for the table ~12 times around the one call that does the work.
+    # Each does what its statement does: the same metastore call, and after a
     # change the table's cached relation dropped (no cached data to refresh: lakecompact caches no table's rows).
     def partitions(self, table: str) -> list[dict[str, str]]:
         jvm = self._jvm

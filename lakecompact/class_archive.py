@@ -2,8 +2,8 @@
 
 A new JVM per command loads and verifies some 20,000 classes before it lands a row: about a third of a small
 command's time on two cores. Java 17 can dump the classes a run loaded into an archive (`-XX:ArchiveClassesAtExit`)
-that later JVMs map instead (`-XX:SharedArchiveFile`): measured on 2 cores, session start 7 s -> 4 s and the
-embedded metastore's start 5.5 s -> 3 s. `lakecompact class-archive` (scripts/setup.sh runs it) builds one by
+that later JVMs map instead (`-XX:SharedArchiveFile`), skipping most of that work. `lakecompact class-archive`
+(scripts/setup.sh runs it) builds one by
 running the demo once; without one, everything works as before, only slower to start.
 
 The JVM checks an archive against its own build and class path and skips one that does not match; a damaged

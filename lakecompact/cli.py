@@ -40,7 +40,7 @@ class Context:
     @functools.cached_property
     def config(self) -> config_module.Config:
         if not self.args.config:
-            raise LakecompactError(f"lakecompact {self.args.command}: expected --config FILE (a TOML file; see README)")
+            raise LakecompactError(f"lakecompact {self.args.command}: expected --config FILE (a TOML file; see docs/configuration.md)")
         return config_module.load(self.args.config)
 
     @functools.cached_property
@@ -362,7 +362,7 @@ COMMANDS: tuple[Command, ...] = (
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lakecompact", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", "-c", help="TOML config file (see README: Configuration)")
+    parser.add_argument("--config", "-c", help="TOML config file (see docs/configuration.md)")
     parser.add_argument("--verbose", action="store_true", help="show Spark's own log (errors only by default)")
     parser.add_argument("--debug", action="store_true", help="on an error, show the Python traceback too")
     parser.add_argument("--no-wait", action="store_true",

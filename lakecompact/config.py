@@ -246,7 +246,7 @@ class RunConfig:
 
 @dataclass(frozen=True)
 class LocksConfig:
-    """The lock files of the lander and of each table's compactor (README "Running in production")."""
+    """The lock files of the lander and of each table's compactor (docs/production.md "Locks")."""
 
     lease_seconds: float = 300.0  # a holder on another host that has not renewed its lock for this long is gone
 

@@ -12,7 +12,7 @@ _UNSAFE_CHARS = re.compile(r"[^a-z0-9_]")
 
 
 def table_for_topic(topic: str, config: Config) -> str:
-    """`server.schema.table` → `schema_table`, lower-cased, other characters → `_` (see DESIGN)."""
+    """`server.schema.table` → `schema_table`, lower-cased, other characters → `_` (see docs/design.md "Contract")."""
     for name, table in config.tables.items():
         if table.topic == topic:
             return name

@@ -163,22 +163,17 @@ def session_conf(
         # a read of more than 32 folders (a table's buckets) lists them in a Spark job of its own; on a local
         # master the job's tasks run in this JVM, so the job is only its scheduling (~0.1 s a read)
         conf["spark.sql.sources.parallelPartitionDiscovery.threshold"] = "100000"
-        # every sort and hash aggregate of a task takes at least one page; Spark sizes it from the heap (64 MB at an
-        # 8 GB driver, 16 MB at 1 GB), made for tasks of many rows. A compaction's tasks hold a bucket's share of
-        # the change: at 64 MB a merge-on-read compaction took ~1 GB of pages for 190,000 rows in one stage, whose
-        # tasks were on the CPU half their run time (0.4-0.7 s of it in GC). Measured on 2 cores, one lake, the same
-        # compaction: first in its process ~12.9 -> 11.3 s, warm ~7.5 -> 6.4 s (benchmarks/HISTORY.md)
+        # every sort and hash aggregate of a task takes at least one page, which Spark sizes from the heap for tasks
+        # of many rows; a compaction's tasks hold a bucket's share of a change, and big pages only feed the GC
         conf["spark.buffer.pageSize"] = "2m"
-        # the whole job in one JVM on a few cores: G1's concurrent threads take cores the tasks need
-        # (measured on 2 cores: 10-20% off a land/compact/read cycle). Not when the user or spark-defaults.conf chose
-        # a collector: the JVM refuses to start with two ("Multiple garbage collectors selected")
+        # the whole job in one JVM on a few cores: G1's concurrent threads take cores the tasks need. Not when the
+        # user or spark-defaults.conf chose a collector: the JVM refuses to start with two ("Multiple garbage
+        # collectors selected")
         if not CHOSEN_COLLECTOR.search(f"{site_options} {config.spark.conf.get(DRIVER_JAVA_OPTIONS, '')}"):
             java_options.append("-XX:+UseParallelGC")
         if one_shot:
             # a command's JVM ends before C2's compilations pay off, and on a few cores they take a core from the
-            # tasks. Measured on 2 cores, whole processes, 200,000 rows and a 20,000-event change: land of the
-            # change 28 -> 22 s, compact 43 -> 33 s, a read of the view 27 -> 18 s; landing the whole 200,000-row
-            # snapshot in one command is the exception, 55 -> 64 s. `run` keeps the full JIT.
+            # tasks; `run`, which lives long, keeps the full JIT.
             # C1 alone shrinks the code cache's default to 48 MB, which a command of many queries fills ("Out of
             # space in CodeCache for adapters" killed a task of the demo): the full JIT's 240 MB, reserved, not used
             java_options += ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]

@@ -97,7 +97,7 @@ class Storage:
     def rename(self, source: str, target: str) -> None:
         """Move a file (or, where the file system renames folders atomically, a folder). On an object store a
         folder's rename is a copy of every object, visible in part while it runs: refused, so that no protocol
-        relies on one there (DESIGN "Commit protocols")."""
+        relies on one there (docs/design.md "On object stores")."""
         if is_object_store(source) and self._fs(source).getFileStatus(self._path(source)).isDirectory():
             raise OSError(f"will not move the folder {source} on an object store (a copy of every object in it)")
         parent = target.rsplit("/", 1)[0]
@@ -283,7 +283,7 @@ def exclusive_lock(storage: Storage, path: str, subject: str, *, lease_seconds: 
     process is gone (killed, say), or ran on another host and has not renewed it for `lease_seconds`; a live
     holder's lock on this host is never touched. On a file system the lock is a file created exclusively whose
     modification time is the lease; on an object store, which has neither, a series of objects each created
-    only if it does not exist yet (README "Running in production").
+    only if it does not exist yet (docs/production.md "Locks").
     """
     lock = _GenerationLock(storage, path) if is_object_store(path) else _FileLock(storage, path)
     owner = f"pid {os.getpid()} on {socket.gethostname()} by {getpass.getuser()} since {datetime.now(UTC):%Y-%m-%d %H:%M:%S}Z"

@@ -16,7 +16,7 @@ if [ -x "$ROOT/scripts/stack/install.sh" ]; then
   export LAKECOMPACT_TEST_METASTORE="${LAKECOMPACT_TEST_METASTORE-stack}"
 fi
 # Two parts. The tests without the end-to-end ones run on two pytest-xdist workers, each with its own Spark
-# session (one test's Spark jobs are too small to keep both cores busy: 13:35 -> 10:35 on 2 cores), a file's
+# session (one test's Spark jobs are too small to keep both cores busy), a file's
 # tests on one worker. Then the end-to-end tests, in one process: they stop and start the stack's services
 # (the metastore among them), which the other tests use. LAKECOMPACT_TEST_WORKERS=0: the first part in one
 # process too. Both parts run; the exit code is the first failing part's (5, no test selected, is not a failure

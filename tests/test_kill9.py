@@ -42,7 +42,7 @@ def test_every_step_has_a_kill_point():
 
 
 def test_the_command_line_contract_with_kills_inside_land_and_compact(tmp_path):
-    """land, compact, sql, status and views as a user runs them (DESIGN "Contract"), each of land and compact first
+    """land, compact, sql, status and views as a user runs them (docs/design.md "Contract"), each of land and compact first
     killed half-way; one history, so that every process start (a JVM each) checks as much as it can."""
     config = minimal_config(tmp_path)
     (tmp_path / "events").mkdir()

@@ -1,6 +1,6 @@
 """`lakecompact compact` and `lakecompact rollback`.
 
-Per table, under its lock (DESIGN "Commit protocols"):
+Per table, under its lock (docs/design.md "Compaction protocol"):
 1. converge the metastore to the highest manifest, and archive what that version consumed (crash recovery;
    skipped when `_state/finished.json` says the last compaction finished);
 2. read the pending increments and only the base buckets they touch;
@@ -50,10 +50,7 @@ __all__ = ["VERSION_PROPERTY", "CompactReport", "Compactor", "compact", "rollbac
 # written in parallel
 FEED_EVENTS_PER_FILE = 250_000
 # a version's rows are counted per partition while written, two conditions per partition on each row, unless
-# there are more of those than this: then the written `__deleted` column is read back, which is cheaper
-# (measured on 2 cores: 5,000,000 rows into 40 buckets, 2.5 s counting while writing and 0.3 s reading back;
-# inside a compaction of 500,000 events into 40 deltas, the write's tasks took 1.0 s longer counting than not,
-# and the read back 0.3 s; a read back is one small Spark job, ~0.1 s however few the rows)
+# there are more of those than this: then reading the written `__deleted` column back, one small Spark job, is cheaper
 COUNTED_WHILE_WRITING = 4_000_000
 
 
@@ -251,7 +248,7 @@ class Compactor:
 
         The buckets rewritten whole are read whole; of a bucket that gets a delta, only the rows of the keys
         the change touches (its other rows stay in their files); a delta's rows stand in for the bucket's rows
-        of the same keys (README "Merge-on-read"). The shadowed rows are kept in memory: the version, the change
+        of the same keys (docs/configuration.md "Merge-on-read"). The shadowed rows are kept in memory: the version, the change
         feed and the counts read them, while finding them scans the bucket's files."""
         whole = self._read_partitions(current, [b for b in plan.touched if b not in plan.deltas])
         if not plan.deltas_read and not plan.deltas:
@@ -548,7 +545,7 @@ class Compactor:
                 self.storage.delete(f"{folder}/{bucket_dir}")
 
     def _collect_changes(self, kept: set[int]) -> None:
-        """The feed keeps the versions the base keeps (README: Change feed)."""
+        """The feed keeps the versions the base keeps (docs/change-feed.md "How long versions stay")."""
         for name in self.storage.list_names(self.paths.changes_staging_root):
             if name.startswith("v=") and int(name[2:]) not in kept:
                 self.storage.delete(self.paths.changes_staging(int(name[2:])))

@@ -28,7 +28,7 @@ class Manifest:
     def last_batch(self) -> int:
         """The highest batch this version folded in (0: none). Batches are numbered in landing order and every
         compaction folds in all that are registered, so each batch at or below it is in this version or an
-        earlier one: archived (DESIGN "Commit protocols")."""
+        earlier one: archived (docs/design.md "Compaction protocol")."""
         return max((batch for _, batch in self.consumed), default=0)
 
     def to_json(self) -> dict[str, Any]:

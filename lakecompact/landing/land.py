@@ -1,6 +1,6 @@
 """`lakecompact land`: new events into one increment batch per table, exactly once.
 
-Protocol (DESIGN "Commit protocols"): the batch's input is fixed first in an intent file; every table's
+Protocol (docs/design.md "Landing protocol"): the batch's input is fixed first in an intent file; every table's
 increment is written to its final folder (overwritten on a rerun) and registered in the metastore;
 then the source positions are recorded in a new state file. A crash anywhere before that last write
 reruns the same batch from the same intent, which rewrites the same folders: nothing lost, nothing doubled.
@@ -452,7 +452,7 @@ class Landing:
     ) -> DataFrame | None:
         """The Kafka tombstones of a flattened topic whose rows carry no delete marker, or None.
 
-        ExtractNewRecordState's default sends a delete as the tombstone alone: skipping it (DESIGN) would lose the
+        ExtractNewRecordState's default sends a delete as the tombstone alone: skipping it (docs/design.md "Kafka tombstones") would lose the
         delete, and it has no source position to be ordered by. So it is kept in quarantine, with what to configure.
         How a table's deletes come is kept for batches that hold only tombstones, in the table's state, which only
         the lander writes (under its lock): not as a table property, which a compactor's swap writes back as it read

@@ -8,7 +8,7 @@ from typing import Any
 from lakecompact.identifiers import struct_type
 from lakecompact.schema.connect import Field, schema_hash
 
-# Meta columns of every landed event (DESIGN "Columns"); `__position` is the one comparable source
+# Meta columns of every landed event (docs/design.md "Columns"); `__position` is the one comparable source
 # position (LSN, or binlog file number / pos / row packed into 38 digits, or the finest timestamp).
 META_COLUMNS: tuple[tuple[str, str], ...] = (
     ("__op", "STRING"),

@@ -1,4 +1,4 @@
-"""`lakecompact history --table T`: every base version a table had, from its manifests (DESIGN "Commit protocols").
+"""`lakecompact history --table T`: every base version a table had, from its manifests (docs/design.md "Commit protocols").
 
 A manifest records what its compaction did; kept, expired and rolled-back manifests are all read, so the history
 goes back to the table's first compaction. It reads files only: on a local warehouse no JVM starts.

@@ -1,5 +1,5 @@
 """Incremental compaction: only the buckets the pending increments touch are rewritten; the others are
-carried forward as they are, file for file (DESIGN "Incremental compaction")."""
+carried forward as they are, file for file (docs/design.md "Incremental compaction")."""
 
 from __future__ import annotations
 

@@ -105,7 +105,7 @@ def test_net_and_event_feeds(lake, monkeypatch, events_per_file):
 
 
 def test_a_structured_stream_tails_the_feed(lake, tmp_path):
-    """The README's streaming recipe: each run picks up the versions committed since the last one, once."""
+    """The streaming recipe of docs/change-feed.md: each run picks up the versions committed since the last one, once."""
     from lakecompact.catalog import Catalog
 
     topic = Topic("pg.public.tail", COLUMNS, ["id"])

@@ -1,5 +1,5 @@
 """Compaction's commit protocol: a crash at any step is finished by the next run, the view stays right
-throughout, one compactor per table, rollback, and collection of old versions (DESIGN "Commit protocols")."""
+throughout, one compactor per table, rollback, and collection of old versions (docs/design.md "Compaction protocol")."""
 
 from __future__ import annotations
 

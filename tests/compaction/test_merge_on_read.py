@@ -1,6 +1,6 @@
 """Merge-on-read (`merge_on_read = true`): a small change writes each touched bucket's delta, and leaves the
 bucket's own files as they are; the delta is folded in when it grows past `delta_share` of the bucket
-(README "Merge-on-read"). Readers, row counts, the change feed and rollback see one row per key."""
+(docs/configuration.md "Merge-on-read"). Readers, row counts, the change feed and rollback see one row per key."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ before the connector starts (the snapshot, op r); then a seeded random workload:
 re-inserts of deleted keys, one transaction that updates a key several times, one column added to `accounts`
 halfway through the first phase and one to `orders` in the second. Land, compact, compare; more workload,
 land, compare (base + pending increments), compact, compare: row by row, column by column, and the column
-types DESIGN asks for. The counts compared are printed.
+types docs/design.md "Schema extractor" asks for. The counts compared are printed.
 
 Also from the same run: a second lake with starting_offsets = "latest" and a topic pattern lands exactly what
 arrived after its first run, and a table with columns named `key` and `payload` lands like any other.

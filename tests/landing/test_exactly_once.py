@@ -1,5 +1,5 @@
 """Landing is exactly once: reruns land only what is new, and a crash anywhere in a batch is repaired by the
-next run without losing or doubling an event (DESIGN "Commit protocols: Landing")."""
+next run without losing or doubling an event (docs/design.md "Landing protocol")."""
 
 from __future__ import annotations
 

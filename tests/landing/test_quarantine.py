@@ -1,4 +1,4 @@
-"""Bad input is quarantined with its reason, counted and reported; the good events beside it land (DESIGN "Semantics: Bad input")."""
+"""Bad input is quarantined with its reason, counted and reported; the good events beside it land (docs/design.md "Bad input")."""
 
 from __future__ import annotations
 

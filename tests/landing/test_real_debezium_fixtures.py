@@ -6,7 +6,7 @@ with pgoutput, MariaDB connector; JsonConverter with schemas) wrote in the end-t
 LAKECOMPACT_SAVE_DEBEZIUM_FIXTURES=1): the whole history of a sample of keys of `accounts` and `orders`, and
 all of the keyless `audit` table (and, in postgres_names.jsonl, a table with columns named `key` and
 `payload`). The *.expected.json files hold the rows the source tables had for those
-keys at the end (read from the databases, not from lakecompact), the view's column types DESIGN asks for,
+keys at the end (read from the databases, not from lakecompact), the view's column types docs/design.md "Schema extractor" asks for,
 and the number of lines landed by the run's first `land`.
 
 The test lands the lines of the run's first batch, compacts, lands the rest and compares the view (over the

@@ -1,5 +1,5 @@
 """A value that does not fit its column's type is quarantined with the reason, never lost or rounded, and the
-rows beside it land (DESIGN "Semantics: Bad input").
+rows beside it land (docs/design.md "Bad input").
 
 Spark's decimals stop at 38 digits: MySQL's DECIMAL(65,30) lands as DECIMAL(38,30), PostgreSQL's unconstrained
 numeric (VariableScaleDecimal) as DECIMAL(38,18). Under ANSI mode (Spark 4's default) a cast that overflows

@@ -1,4 +1,4 @@
-"""Decoding of every Connect / Debezium logical type, through one real land (DESIGN "Schema extractor").
+"""Decoding of every Connect / Debezium logical type, through one real land (docs/design.md "Schema extractor").
 
 Values and encodings are those of tests/fixtures/debezium-events/types_RECONSTRUCTED_encodings_from_debezium_tests.json
 (JsonConverter output for Debezium's own PostgreSQL test values), plus edge values of the same encodings.

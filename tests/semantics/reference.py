@@ -1,4 +1,4 @@
-"""A small pure-Python model of DESIGN "Semantics" for keyed tables, to check the view and the base against.
+"""A small pure-Python model of docs/design.md "Semantics" for keyed tables, to check the view and the base against.
 
 An event is a dict:
     {"op": "c" | "r" | "u" | "d",     # snapshot reads (r) are inserts

@@ -1,4 +1,4 @@
-"""Redelivery is harmless; ties at one position go by op priority c < r < u < d, then by arrival (DESIGN).
+"""Redelivery is harmless; ties at one position go by op priority c < r < u < d, then by arrival (docs/design.md "Order of events").
 
 Redelivered events are exact copies (same source positions) with new Kafka offsets, as after a connector
 or job restart: in the same batch, in later batches, and after compaction.

@@ -1,4 +1,4 @@
-"""A table whose events have no key is append-only: every event is a row (DESIGN "Semantics": Key).
+"""A table whose events have no key is append-only: every event is a row (docs/design.md "Keys and keyless tables").
 
 MySQL emits updates and deletes for a table without a primary key; their events have a null Kafka key and
 no key schema. Every event is kept once: a redelivered event (same position, op and row) collapses into the

@@ -1,4 +1,4 @@
-"""Events of one key apply in source-position order, not arrival order (DESIGN "Semantics")."""
+"""Events of one key apply in source-position order, not arrival order (docs/design.md "Order of events")."""
 
 from tests.support.debezium import INT, TEXT, Topic
 

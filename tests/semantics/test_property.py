@@ -1,6 +1,6 @@
 """Property test: for random Debezium histories, the view and the compacted base equal a reference model.
 
-Histories are generated the way a PostgreSQL source and its connector produce them (DESIGN "Semantics"):
+Histories are generated the way a PostgreSQL source and its connector produce them (docs/design.md "Semantics"):
 - several keys with inserts, updates, deletes and re-inserts; optional snapshot reads (op r) at the start
   and a re-snapshot in the middle (every live row read at one LSN);
 - every real change has its own LSN (crossing 99 -> 102, so text comparison would go wrong); several
@@ -471,7 +471,7 @@ def test_regression_every_rule_at_once(lake):
 
 
 # -- minimal cases of what the property test found -------------------------------------------------------------
-# An event of a key that arrives in a later batch than a newer event of the same key (DESIGN: "an older event
+# An event of a key that arrives in a later batch than a newer event of the same key (docs/design.md "Deletes and tombstones": "an older event
 # that arrives in a later batch") must give the same table whether or not a compaction ran in between.
 # Without a compaction in between, latest_rows.sql.j2 sees every event and gets these right. After one, the
 # base row stands in for the folded events, but in `latest` it counts as "known" for every column at the

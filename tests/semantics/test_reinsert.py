@@ -1,4 +1,4 @@
-"""Insert → delete → insert at higher positions leaves the row present with the new values (DESIGN "Semantics").
+"""Insert → delete → insert at higher positions leaves the row present with the new values (docs/design.md "Semantics").
 
 Within one batch, across batches, across compactions, and whatever the arrival order. The re-inserted row
 takes nothing from the row that was deleted (a null in the new insert stays null).

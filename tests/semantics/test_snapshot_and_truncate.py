@@ -1,4 +1,4 @@
-"""Snapshot reads (op r) are inserts; a truncate (op t) deletes every key whose position is lower (DESIGN).
+"""Snapshot reads (op r) are inserts; a truncate (op t) deletes every key whose position is lower (docs/design.md "Snapshot reads and truncates").
 
 A truncate event has a null key and null before/after. Keys written after it survive; an older event that
 arrives after it (in the same batch, a later one, or after compaction) stays truncated. A truncate of one

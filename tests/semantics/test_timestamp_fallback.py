@@ -1,4 +1,4 @@
-"""Connectors with neither LSN nor binlog position order by the finest source timestamp (DESIGN "Semantics").
+"""Connectors with neither LSN nor binlog position order by the finest source timestamp (docs/design.md "Order of events").
 
 SQL Server events: `source` has ts_ms and, since Debezium 2.6, ts_us and ts_ns; the 1.x source block has ts_ms
 only (tests/fixtures/debezium-events/sqlserver_1.6_debezium_server_redis_delete_with_decimal.json). The finest one

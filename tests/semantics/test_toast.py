@@ -1,4 +1,4 @@
-"""TOAST: a column holding Debezium's unavailable-value placeholder keeps the key's previous value (DESIGN).
+"""TOAST: a column holding Debezium's unavailable-value placeholder keeps the key's previous value (docs/design.md "TOAST").
 
 The placeholder's forms follow tests/fixtures/debezium-events/types_RECONSTRUCTED_encodings_from_debezium_tests.json:
 text (and uuid) columns, bytea as the base64 of the placeholder's bytes, text[] as a one-element array,

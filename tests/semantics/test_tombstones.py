@@ -1,4 +1,5 @@
-"""Deletes leave a tombstone that keeps its position (DESIGN "Semantics": Deletes, Images are partial).
+"""Deletes leave a tombstone that keeps its position (docs/design.md "Deletes and tombstones",
+docs/design.md "Partial images and soft deletes").
 
 An older update or insert that arrives in a later batch, before or after compaction, must never bring a
 deleted row back (Hudi's documented limitation). Soft mode keeps the deleted row with `__deleted` true and

@@ -77,7 +77,7 @@ POSTGRES = Envelope("postgres_all_types", "pgserver.public.all_types")
 MYSQL = Envelope("mysql_all_types", "mysqlserver.shop.all_types")
 ENVELOPES = {e.name: e for e in (POSTGRES, MYSQL)}
 
-# The table type of every column, per DESIGN "Schema extractor" (where DESIGN is silent: Hive has no TIME, so
+# The table type of every column, per docs/design.md "Schema extractor" (where it is silent: Hive has no TIME, so
 # times of day are STRING; durations keep Debezium's microseconds). Source column type, then Debezium schema.
 EXPECTED_COLUMNS = {
     "postgres_all_types": [

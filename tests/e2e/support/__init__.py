@@ -1,6 +1,6 @@
 """Helpers of the end-to-end tests, one module per thing they drive:
 
-- columns: column kinds and tables; the Spark type DESIGN asks for; one canonical form of a value
+- columns: column kinds and tables; the Spark type docs/design.md "Schema extractor" asks for; one canonical form of a value
 - sources: the source databases (PostgreSQL, MariaDB): DDL, literals, connectors, rows read back
 - workload: a seeded random workload, kept in a model of the keys and of the events it makes
 - kafka: Kafka read through Spark (end offsets, whole topics) and the polled wait for Debezium's delivery

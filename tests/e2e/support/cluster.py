@@ -35,7 +35,7 @@ _cmdline, _descendants = _stack._cmdline, _stack.descendants  # the stack's own 
 
 MAIN = Path(lakecompact.__file__).resolve().parent / "__main__.py"  # the entry point spark-submit runs
 NO_PYTHON = "/nonexistent/python"  # the executors' Python: none (the stack's workers have none either)
-# short-lived JVMs on two cores: C2's compilations would take a core from the tasks (README "Performance": what
+# short-lived JVMs on two cores: C2's compilations would take a core from the tasks (docs/configuration.md "Spark and JVM settings": what
 # lakecompact itself gives a one-shot command's JVM on a local master)
 C1_ONLY = "-XX:TieredStopAtLevel=1"
 

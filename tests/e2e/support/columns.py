@@ -1,4 +1,4 @@
-"""Column kinds and tables, as both sides see them: the Spark type DESIGN asks for, and one canonical form of a
+"""Column kinds and tables, as both sides see them: the Spark type docs/design.md "Schema extractor" asks for, and one canonical form of a
 value.
 
 Values are compared in one canonical form on both sides (see `canonical`):
@@ -42,7 +42,7 @@ class Table:
 
 
 def spark_type(kind: str, connector: str) -> str:
-    """The view's column type DESIGN asks for (as Spark's simpleString spells it)."""
+    """The view's column type docs/design.md "Schema extractor" asks for (as Spark's simpleString spells it)."""
     base, _, rest = kind.partition(":")
     if base == "dec":
         return f"decimal({rest.replace(':', ',')})"

@@ -110,7 +110,7 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 def compare_with_source(spark, config, db: SourceDb, tables: list[Table], stage: str) -> list[Comparison]:
-    """Every table's view against the source table (values, and the column types DESIGN asks for)."""
+    """Every table's view against the source table (values, and the column types docs/design.md "Schema extractor" asks for)."""
     results = []
     for table in tables:
         lake_table = db.lake_table(table.name)

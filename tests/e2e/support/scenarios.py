@@ -219,7 +219,7 @@ def kill_connect_mid_workload(spark, stack, restarts: Restarts, ops: int) -> dic
 
 def crash_landing_mid_batch(spark, config) -> dict:
     """`land` dies right after the batch's first table's increment is written and registered, before the other
-    tables and the commit (DESIGN: the intent is written first; a rerun lands the same batch again)."""
+    tables and the commit (docs/design.md "Landing protocol": the intent is written first; a rerun lands the same batch again)."""
     from lakecompact.landing import land as land_module
 
     calls = []

@@ -56,7 +56,7 @@ class SourceDb:
         return f"{self.topic_prefix}.{self.namespace}.{table}"
 
     def lake_table(self, table: str) -> str:
-        """DESIGN: topic server.schema.table -> table schema_table, lower-cased."""
+        """docs/design.md "Contract": topic server.schema.table -> table schema_table, lower-cased."""
         return f"{self.namespace}_{table}".lower()
 
     # to implement: the database's client, types, literals and canonical SELECT

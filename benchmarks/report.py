@@ -1,0 +1,333 @@
+"""docs/performance.md from benchmarks/results/*.json: each speed target with the ratio of its latest run.
+
+    python benchmarks/run.py report        # run.py also writes the page after every scenario it runs
+
+The page says only what the results files say, so it cannot drift from them (tests/unit/test_performance_page.py
+fails when the committed page is not what this module makes of the committed results). What was tried and what
+each change bought is in benchmarks/HISTORY.md, not here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "results"
+PAGE = ROOT / "docs" / "performance.md"
+SPARK_PEERS = ("delta", "delta-dv", "iceberg-cow", "iceberg-mor", "hudi-cow", "hudi-mor")
+COPY_ON_WRITE_PEERS = ("delta", "iceberg-cow", "hudi-cow")
+NAMES = {"delta": "Delta", "delta-dv": "Delta with deletion vectors", "iceberg-cow": "Iceberg copy-on-write",
+         "iceberg-mor": "Iceberg merge-on-read", "hudi-cow": "Hudi copy-on-write", "hudi-mor": "Hudi merge-on-read"}
+CLUSTER_RUN, LOCAL_RUN, LOCAL_S3_RUN = "lakecompact-cluster-s3", "lakecompact-local", "lakecompact-local-s3"
+
+
+@dataclass(frozen=True)
+class Measure:
+    value: float  # a ratio, or a count when the target's unit is not "×"
+    detail: str  # the numbers it is made of
+
+
+@dataclass(frozen=True)
+class Target:
+    what: str
+    goal: str
+    met: Callable[[float], bool]
+    issue: str
+    results: tuple[str, ...]  # the results files that measure it: the latest run among them counts
+    measure: Callable[[dict], Measure | None]
+    unit: str = "×"
+
+
+# -- reading a results file ------------------------------------------------------------------------------------
+def _steps(doc: dict, run: str) -> dict[str, float]:
+    return {s["step"]: s["seconds"] for s in doc["steps"] if s["run"] == run and s.get("seconds") is not None}
+
+
+def _sum(doc: dict, run: str, *steps: str) -> float | None:
+    found = _steps(doc, run)
+    return sum(found[s] for s in steps) if steps and all(s in found for s in steps) else None
+
+
+def _median(doc: dict, run: str, prefix: str) -> float | None:
+    """The median of a repeated step (`<prefix> #1`, `#2`, …), or the step itself when it ran once."""
+    values = sorted(v for s, v in _steps(doc, run).items() if s == prefix or s.startswith(f"{prefix} #"))
+    return values[len(values) // 2] if values else None
+
+
+def _best(times: dict[str, float | None]) -> tuple[str, float] | None:
+    known = {k: v for k, v in times.items() if v}
+    return min(known.items(), key=lambda kv: kv[1]) if known else None
+
+
+def _date(doc: dict) -> datetime:
+    return datetime.strptime(doc["machine"]["date"], "%Y-%m-%d %H:%M UTC")
+
+
+# -- the measures ----------------------------------------------------------------------------------------------
+def compaction(peers: tuple[str, ...]) -> Callable[[dict], Measure | None]:
+    """The change's compaction (`compact v2`) against the fastest of `peers`' whole MERGE (or upsert)."""
+    def measure(doc: dict) -> Measure | None:
+        ours, best = _sum(doc, "lakecompact", "compact v2"), _best({p: _sum(doc, p, "apply change") for p in peers})
+        if not ours or not best:
+            return None
+        return Measure(ours / best[1], f"compaction {ours:.1f} s, {NAMES[best[0]]} {best[1]:.1f} s")
+    return measure
+
+
+def snapshot_load(doc: dict) -> Measure | None:
+    """Landing the snapshot and its first compaction against the fastest Spark peer's load."""
+    lands = [s for s in _steps(doc, "lakecompact") if s.startswith("land snapshot")]
+    ours = _sum(doc, "lakecompact", *lands, "compact v1") if lands else None
+    best = _best({p: _sum(doc, p, "load snapshot") for p in SPARK_PEERS})
+    if not ours or not best:
+        return None
+    return Measure(ours / best[1], f"land + first compaction {ours:.1f} s, {NAMES[best[0]]} {best[1]:.1f} s")
+
+
+def readable(doc: dict) -> Measure | None:
+    """Until the change reads correctly: `land` and a read of the view, against a peer's MERGE and the same read."""
+    def total(run: str, apply: str, read: str) -> float | None:
+        applied, read_s = _sum(doc, run, apply), _median(doc, run, read)
+        return applied + read_s if applied is not None and read_s is not None else None
+
+    ours = total("lakecompact", "land change", "read view (pending increments)")
+    best = _best({p: total(p, "apply change", "read after change") for p in SPARK_PEERS})
+    if not ours or not best:
+        return None
+    return Measure(ours / best[1], f"land + read {ours:.1f} s, {NAMES[best[0]]} MERGE + read {best[1]:.1f} s")
+
+
+def landing(again: bool) -> Callable[[dict], Measure | None]:
+    """Events per second of `land` over the raw Spark reference's (read.json + parquet write), each the first
+    in its process or (`again`) the second."""
+    def measure(doc: dict) -> Measure | None:
+        mine = [s for s in _steps(doc, "lakecompact") if s.startswith("land") and s.endswith(" again") == again]
+        ours = _sum(doc, "lakecompact", *mine) if mine else None
+        ref = _sum(doc, "raw-spark", "read.json + write parquet" + (" again" if again else ""))
+        events = doc["params"].get("events")
+        if not ours or not ref or not events:
+            return None
+        return Measure(ref / ours, f"{events / ours:,.0f} events/s, the reference {events / ref:,.0f}")
+    return measure
+
+
+def change_size(step: str) -> Callable[[dict], Measure | None]:
+    def measure(doc: dict) -> Measure | None:
+        full, small = _sum(doc, "lakecompact", "compact: full (v1 from the snapshot)"), _sum(doc, "lakecompact", step)
+        if not full or not small:
+            return None
+        return Measure(small / full, f"{small:.1f} s, the full compaction {full:.1f} s")
+    return measure
+
+
+def base_scaling(doc: dict) -> Measure | None:
+    n, n4 = doc["params"].get("rows"), doc["params"].get("rows_4x")
+    small, big = _sum(doc, f"lakecompact@N={n}", "compact v2"), _sum(doc, f"lakecompact@N={n4}", "compact v2")
+    if not small or not big:
+        return None
+    return Measure(big / small, f"compaction {big:.1f} s on {n4:,} rows, {small:.1f} s on {n:,}")
+
+
+def view_read(doc: dict) -> Measure | None:
+    pending = _median(doc, "lakecompact", "read view (pending increments)")
+    compacted = _median(doc, "lakecompact", "read view (compacted base)")
+    if not pending or not compacted:
+        return None
+    return Measure(pending / compacted, f"{pending:.2f} s with the hour pending, {compacted:.2f} s compacted")
+
+
+def small_command(doc: dict) -> Measure | None:
+    """The slowest whole command over 15 s, and the compaction's peak memory as the base grows."""
+    timed = [(seconds, step, run.split("=", 1)[1]) for run in doc["runs"] if run.startswith("lakecompact-cli@N=")
+             for step, seconds in _steps(doc, run).items()]
+    if not timed:
+        return None
+    seconds, step, rows = max(timed)
+    memory = [s["info"].get("peak_rss_mb") for s in doc["steps"]
+              if s["run"].startswith("lakecompact-cli@N=") and s["step"] == "compact"]
+    grew = f"; peak memory of `compact` {memory[0]:,} → {memory[-1]:,} MB at 4× the base" if len(memory) == 2 \
+        and all(memory) else ""
+    return Measure(seconds / 15, f"slowest: `{step}` {seconds:.1f} s at {int(rows):,} rows{grew}")
+
+
+def on_s3(run: str) -> Callable[[dict], Measure | None]:
+    def measure(doc: dict) -> Measure | None:
+        theirs, local = _sum(doc, run, "compact v2"), _sum(doc, LOCAL_RUN, "compact v2")
+        if not theirs or not local:
+            return None
+        return Measure(theirs / local, f"`compact` {theirs:.1f} s as a whole process, locally {local:.1f} s")
+    return measure
+
+
+def data_copies(doc: dict) -> Measure | None:
+    """COPY requests of data files (.parquet) that S3 served over the timed steps of the runs on S3."""
+    infos = [s["info"]["s3"] for s in doc["steps"]
+             if s["run"] in (CLUSTER_RUN, LOCAL_S3_RUN) and isinstance(s.get("info", {}).get("s3"), dict)]
+    if not infos:
+        return None
+    data = sum(len(i.get("copies_data", [])) for i in infos)
+    other = sum(len(i.get("copies_other", [])) for i in infos)
+    requests = sum(i.get("requests", 0) for i in infos)
+    return Measure(data, f"of {requests:,} S3 requests; {other} copies of other objects")
+
+
+TARGETS = (
+    Target("compaction of 100,000 events into 1,000,000 rows (`merge_on_read`) against the fastest copy-on-write "
+           "peer's MERGE", "at most 0.8×", lambda v: v <= 0.8, "#10, #57", ("merge-mor",),
+           compaction(COPY_ON_WRITE_PEERS)),
+    Target("the same at 5,000,000 rows + 500,000 events", "at most 0.8×", lambda v: v <= 0.8, "#10, #57",
+           ("merge-5m-mor",), compaction(COPY_ON_WRITE_PEERS)),
+    Target("compaction of 100,000 events into 1,000,000 rows (`merge_on_read`) against the fastest peer of all",
+           "at most 1.0×", lambda v: v <= 1.0, "#10, #57", ("merge-mor",), compaction(SPARK_PEERS)),
+    Target("the same at 5,000,000 rows + 500,000 events", "at most 1.0×", lambda v: v <= 1.0, "#10, #57",
+           ("merge-5m-mor",), compaction(SPARK_PEERS)),
+    Target("compaction of 100,000 events into 1,000,000 rows, copy-on-write tables (the touched buckets rewritten), "
+           "against the fastest copy-on-write peer's MERGE", "at most 0.8×", lambda v: v <= 0.8, "#10", ("merge",),
+           compaction(COPY_ON_WRITE_PEERS)),
+    Target("a snapshot of 1,000,000 rows: land + first compaction against the fastest Spark peer's load",
+           "at most 1.0×", lambda v: v <= 1.0, "#57", ("merge", "merge-mor"), snapshot_load),
+    Target("the same at 5,000,000 rows", "at most 1.0×", lambda v: v <= 1.0, "#57", ("merge-5m", "merge-5m-mor"),
+           snapshot_load),
+    Target("a batch of 100,000 events until a reader sees it: `land` + a read of the view, against a peer's MERGE + "
+           "the same read", "at most 1.0×", lambda v: v <= 1.0, "#57", ("merge", "merge-mor"), readable),
+    Target("landing throughput, the first `land` of a process, against a raw Spark `read.json` + parquet write",
+           "at least 0.7×", lambda v: v >= 0.7, "#10", ("landing",), landing(again=False)),
+    Target("the same, each the second in its process (a warm JVM, as `run` keeps)", "at least 0.7×",
+           lambda v: v >= 0.7, "#10", ("landing",), landing(again=True)),
+    Target("a 1% change spread over all keys against a full compaction", "at most 0.25×", lambda v: v <= 0.25, "#10",
+           ("change-size", "change-size-mor"), change_size("compact: 1% change spread over all keys")),
+    Target("a 1% change clustered in 5% of the keys against a full compaction", "at most 0.10×",
+           lambda v: v <= 0.10, "#10", ("change-size", "change-size-mor"),
+           change_size("compact: 1% change clustered in 5% of the keys")),
+    Target("the same change on 4× the base", "below 1.5×", lambda v: v < 1.5, "#10", ("base-scaling",),
+           base_scaling),
+    Target("a read of the view with an hour of increments pending (12 batches, 100,000 events) against the compacted "
+           "view", "at most 1.5×", lambda v: v <= 1.5, "#10", ("view-read",), view_read),
+    Target("a command on a handful of events, whole process, against 15 s", "below 1.0×", lambda v: v < 1.0, "#10",
+           ("small-command",), small_command),
+    Target("compaction by `spark-submit` on a Spark cluster, warehouse on S3, against `local[2]` with a local "
+           "warehouse", "at most 1.5×", lambda v: v <= 1.5, "#56", ("cluster",), on_s3(CLUSTER_RUN)),
+    Target("compaction on `local[2]` with the warehouse on S3, against a local warehouse", "at most 1.5×",
+           lambda v: v <= 1.5, "#56", ("cluster",), on_s3(LOCAL_S3_RUN)),
+    Target("data files (.parquet) copied by S3 (CopyObject, UploadPartCopy) in those runs", "none",
+           lambda v: v == 0, "#56", ("cluster",), data_copies, unit=""),
+)
+
+NOT_MEASURED = (
+    ("landing against the peers' own load step (the Debezium envelope parsed with a schema known in advance, then "
+     "parquet; goal at least 0.8×), for Kafka Connect JSON with and without embedded schemas and for Avro in "
+     "Confluent's wire format (#57);"),
+    "one `land` of 4,000,000 events with embedded schemas in a single batch at `spark.driver.memory = 2g` (#57);",
+    ("compaction cold, each step its own process and each peer's MERGE its own JVM, as `spark-submit` per table runs "
+     "it (#57);"),
+    ("a 1% change, spread and clustered, against the fastest peer's MERGE of the same events, and an hour of 12 "
+     "batches until a reader sees it (#57);"),
+    ("the peers on the same Spark as lakecompact: today they run on Spark 3.5, lakecompact on Spark 4 (#57); on S3, "
+     "where they cannot run on the stack's cluster (#56)."),
+)
+
+
+# -- the page ---------------------------------------------------------------------------------------------------
+def _docs() -> dict[str, dict]:
+    return {path.stem: json.loads(path.read_text()) for path in sorted(RESULTS.glob("*.json"))}
+
+
+def latest(target: Target, docs: dict[str, dict]) -> tuple[str, Measure] | None:
+    """The target's measure in the latest run (by the run's date) of the results files that have it."""
+    found = [(_date(docs[name]), name, m) for name in target.results if name in docs
+             if (m := target.measure(docs[name])) is not None]
+    if not found:
+        return None
+    _, name, measure = max(found, key=lambda f: f[0])
+    return name, measure
+
+
+def rows(docs: dict[str, dict] | None = None) -> list[tuple[Target, str | None, Measure | None]]:
+    docs = _docs() if docs is None else docs
+    return [(t, *(latest(t, docs) or (None, None))) for t in TARGETS]
+
+
+def _link(name: str, kind: str) -> str:
+    return f"../benchmarks/results/{name}.{kind}"
+
+
+def _value(target: Target, measure: Measure | None) -> str:
+    if measure is None:
+        return "—"
+    return f"**{measure.value:.2f}×**" if target.unit == "×" else f"**{measure.value:g}**"
+
+
+def render(docs: dict[str, dict] | None = None) -> str:
+    docs = _docs() if docs is None else docs
+    table = rows(docs)
+    out = [
+        "# Performance",
+        "",
+        ("What you learn here: how lakecompact's landing and compaction compare with Delta, Iceberg and Hudi on the "
+         "same Spark machine and the same Debezium event files, which of the project's speed targets it meets today, "
+         "and what it costs on a Spark cluster with the warehouse on S3. Each number is the ratio from the latest run "
+         "of a `benchmarks/run.py` scenario; the peers ran on the same files in the same run. "
+         "How to run the scenarios: [`benchmarks/README.md`](../benchmarks/README.md). What was tried and what each "
+         "change bought: [`benchmarks/HISTORY.md`](../benchmarks/HISTORY.md)."),
+        "",
+        ("This page is generated from `benchmarks/results/*.json` by `python benchmarks/run.py report` (and after "
+         "every scenario the runner runs): edit `benchmarks/report.py`, not this file."),
+        "",
+        "## Targets",
+        "",
+        ("A ratio is lakecompact's seconds over the other side's (below 1: lakecompact is faster), except landing "
+         "throughput, which is events per second (above 1: lakecompact is faster)."),
+        "",
+        "| target | goal | latest | met | issue | results |",
+        "| --- | --- | ---: | --- | --- | --- |",
+    ]
+    used: list[str] = []
+    for target, name, measure in table:
+        met = "—" if measure is None else ("yes" if target.met(measure.value) else "**no**")
+        where = "not measured" if name is None else \
+            f"[chart]({_link(name, 'png')}), [table]({_link(name, 'md')})"
+        mode = "; `merge_on_read` tables" if name and docs[name]["params"].get("merge_on_read") and \
+            "merge_on_read" not in target.what else ""
+        detail = f" ({measure.detail}{mode})" if measure else ""
+        out.append(f"| {target.what} | {target.goal} | {_value(target, measure)}{detail} | {met} | {target.issue} | "
+                   f"{where} |")
+        if name and name not in used:
+            used.append(name)
+    out += ["", "Not measured by any scenario yet:", ""] + [f"- {item}" for item in NOT_MEASURED]
+    machines = sorted({f"{d['machine']['nproc']} cores, {d['machine']['memory_gib']} GiB, {d['machine']['cpu']}, "
+                       f"{d['machine']['java']}" for name, d in docs.items() if name in used})
+    out += [
+        "",
+        "## Reading the numbers",
+        "",
+        "- The runs: " + "; ".join(machines) + ". The machine is shared and its "
+        "speed varies by up to 2× from hour to hour: only ratios from one run compare.",
+        ("- The peers (Delta 3.3.2, Iceberg 1.10.1, Hudi 1.1.1) run on Spark 3.5, lakecompact on Spark 4, each on "
+         "`local[2]` with the same driver memory and shuffle partitions: part of any difference is Spark's own."),
+        ("- Every engine's final table is checked against the others (rows, sum, checksum): each scenario's table "
+         "says so under \"Correctness\"."),
+        "",
+        "## Charts",
+    ]
+    for name in used:
+        doc = docs[name]
+        mode = " (`merge_on_read`)" if doc["params"].get("merge_on_read") else ""
+        out += ["", f"### {doc['title']}{mode}", "",
+                f"Run of {doc['machine']['date']}; every step in [`{name}.md`]({_link(name, 'md')}).", "",
+                f"![{name}]({_link(name, 'png')})"]
+    return "\n".join(out) + "\n"
+
+
+def write_page() -> Path:
+    PAGE.parent.mkdir(parents=True, exist_ok=True)
+    PAGE.write_text(render())
+    return PAGE
+
+
+if __name__ == "__main__":
+    print(write_page())
