@@ -6,6 +6,10 @@ LAKECOMPACT_KEEP_STACK=1; what already ran when the session began stays up). Ski
 scripts/stack/install.sh has not run, or fails then if
 LAKECOMPACT_E2E_REQUIRED=1.
 
+``st``: the stack module with its S3 server and Spark cluster up (`stack.py up s3 cluster`), for a module;
+what it started is stopped after the module (unless LAKECOMPACT_KEEP_STACK=1). Skips when the s3 jars are not
+installed, or fails then if LAKECOMPACT_E2E_REQUIRED=1.
+
 ``e2e_spark``: a session of the suite's one SparkContext (``spark.newSession()``
 of tests/conftest.py's ``spark``: the same Hive metastore and jars, its own SQL
 settings, so that the e2e settings do not reach the tests run after them), with
@@ -57,6 +61,22 @@ def stack():
               "python scripts/stack/stack.py down")
     elif started:
         st.down(started)
+
+
+@pytest.fixture(scope="module")
+def st():
+    stack = load_stack_module()
+    missing = [str(d) for d in (stack.S3PROXY_JARS, stack.S3A_JARS_DIR) if not any(d.glob("*.jar"))]
+    if missing:
+        message = "s3 jars not installed (missing: " + ", ".join(missing) + "): run scripts/stack/install.sh"
+        if os.environ.get("LAKECOMPACT_E2E_REQUIRED") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    started = [c for c in ("s3", "cluster") if not stack.status()[c]["ready"]]
+    stack.up(components=["s3", "cluster"])
+    yield stack
+    if started and os.environ.get("LAKECOMPACT_KEEP_STACK") != "1":
+        stack.down(started)
 
 
 @pytest.fixture(scope="session")

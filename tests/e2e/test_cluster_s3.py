@@ -82,26 +82,16 @@ class History:
 
 
 @pytest.fixture(scope="module")
-def cluster_stack(stack, tmp_path_factory):
+def cluster_stack(st, stack):
     """The stack with its S3, its cluster, a metastore that makes folders on s3a:// and a Thrift server that reads
-    them; what this module started is stopped after it (unless LAKECOMPACT_KEEP_STACK=1)."""
-    missing = [str(d) for d in (stack.S3PROXY_JARS, stack.S3A_JARS_DIR) if not any(d.glob("*.jar"))]
-    if missing:
-        message = "s3 jars not installed (missing: " + ", ".join(missing) + "): run scripts/stack/install.sh"
-        if os.environ.get("LAKECOMPACT_E2E_REQUIRED") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    status = stack.status()
-    started = [c for c in ("s3", "cluster") if not status[c]["ready"]]
-    stack.up(components=["s3", "cluster"])
-    try:
-        with cluster.metastore_reading_s3(stack):
-            if cluster.thriftserver_reading_s3(stack):
-                started.append("thriftserver")
-            yield stack
-    finally:
-        if started and os.environ.get("LAKECOMPACT_KEEP_STACK") != "1":
-            stack.down(started)
+    them; the Thrift server, when this module started it, is stopped after it (unless LAKECOMPACT_KEEP_STACK=1)."""
+    with cluster.metastore_reading_s3(st):
+        started = cluster.thriftserver_reading_s3(st)
+        try:
+            yield st
+        finally:
+            if started and os.environ.get("LAKECOMPACT_KEEP_STACK") != "1":
+                st.down(["thriftserver"])
 
 
 def kill_driver_at(history: History, name: str, step: str, *args: str) -> Job:

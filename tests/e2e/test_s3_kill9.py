@@ -1,0 +1,196 @@
+"""kill -9 at every step of `land` and of `compact` with the warehouse on S3 (the stack's S3Proxy, `s3a://`), the
+shared metastore and the event files on the local disk, while a downstream reader polls the change feeds.
+
+The lakecompact CLI is run directly (local[2]), as a user first tries it and as a driver of spark-submit in client
+mode runs it (the driver is where every commit step happens; tests/e2e/test_cluster_s3.py kills drivers on the
+cluster). One history of two tables:
+
+1. a round landed and compacted cleanly (v1): the reader starts and sees v1's feed;
+2. three more rounds, each landed, then compacted by two processes killed (SIGKILL, LAKECOMPACT_KILL_AT) right after
+   a step of `compact`: the first kills the first table's compaction after its manifest, swap or archive, the
+   second (which finishes that one's work) the second table's after version-written, changes-published or garbage
+   collection; each next `compact` finishes or redoes the killed one's work before it compacts anything new. The
+   first of those rounds' `land` is killed after intent, increments-written, partitions-added and
+   offsets-recorded in turn, each rerun landing the interrupted batch again;
+3. a last `compact`.
+
+Then the views equal the source model, no object in the bucket is one that no committed state accounts for, and
+at no moment did the reader see part of a feed version: each version it saw had exactly the rows and checksum it
+has at the end.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from lakecompact.crashpoints import STEPS
+from tests.e2e.support import cluster
+from tests.semantics.reference import expected_view
+from tests.support.cli import ROOT, read_views
+from tests.support.cli import lakecompact as command
+from tests.support.databases import database_name
+from tests.support.source import Source, deliver
+
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+
+TABLES = ("public_items", "public_orders")
+LAND_STEPS = STEPS[:4]
+# per round, two compactions killed: the first table's at a step after its manifest (so that the next process has
+# nothing of it to redo), then the second table's, whose compaction the first process never reached
+KILLS = {2: ("manifest", "version-written"), 3: ("swap", "changes-published"), 4: ("archive", "garbage-collected")}
+KEYS_PER_ROUND = 6
+
+
+def s3_config(st, folder: Path, run: str, database: str) -> Path:
+    config = folder / "lake.toml"
+    config.write_text(
+        f'warehouse = "s3a://{st.S3_BUCKET}/{run}/warehouse"\ndatabase = "{database}"\n'
+        f'[metastore]\nuri = "{st.METASTORE_URI}"\n'
+        f'[s3]\nendpoint = "{st.S3_ENDPOINT}"\nregion = "{st.S3_REGION}"\npath_style_access = true\n'
+        f'access_key = "{st.S3_ACCESS_KEY}"\nsecret_key = "{st.S3_SECRET_KEY}"\n'
+        f'[source]\nkind = "files"\npaths = ["{folder}/events/*.jsonl"]\n'
+        '[defaults]\nbuckets = 2\n[spark.conf]\n"spark.sql.shuffle.partitions" = "2"\n'
+    )
+    return config
+
+
+def checked(result: subprocess.CompletedProcess, expect: int = 0) -> subprocess.CompletedProcess:
+    assert result.returncode == expect, (result.returncode, result.stdout[-2000:], result.stderr[-3000:])
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    return result
+
+
+def start_reader(config: Path, out: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "tests.e2e.support.feed_reader", str(config), str(out), *TABLES],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def observations(out: Path) -> list[dict]:
+    return [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+
+
+def reader_saw(out: Path, table: str, version: int) -> bool:
+    return any(str(version) in o.get("versions", {}) for o in observations(out) if o["table"] == table)
+
+
+def poll(check, timeout: float, what: str, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert process.poll() is None, f"{what}: the reader exited {process.returncode}: {process.stderr.read()}"
+        assert time.monotonic() < deadline, f"{what}: not within {timeout}s"
+        time.sleep(0.5)  # polling the reader's output
+
+
+@pytest.fixture(scope="module")
+def history(st, stack, tmp_path_factory):
+    """The history, run once; its database is dropped and its objects deleted after the module."""
+    st.up(components=["metastore", "s3"])
+    folder = tmp_path_factory.mktemp("s3_kill9")
+    (folder / "events").mkdir()
+    database, run = database_name(), uuid.uuid4().hex[:10]
+    config = s3_config(st, folder, run, database)
+    rng = random.Random(5609)
+    sources = {table: Source(f"pg.{table.replace('_', '.', 1)}", rng) for table in TABLES}
+    positions = iter(range(100, 1_000_000, 7))
+    results: dict[str, subprocess.CompletedProcess] = {}
+    out = folder / "feed.jsonl"
+    reader = None
+
+    def deliver_round(number: int) -> None:
+        keys = rng.sample(range(1, 40), KEYS_PER_ROUND)
+        deliver(folder / "events", f"round-{number}", [
+            line for key in keys for source in sources.values() for line in source.change(key, next(positions))])
+
+    try:
+        deliver_round(1)
+        results["land 1"] = checked(command(config, "land"))
+        results["compact 1"] = checked(command(config, "compact"))
+        reader = start_reader(config, out)
+        poll(lambda: all(reader_saw(out, t, 1) for t in TABLES), 300, "the reader seeing v1", reader)
+        for number, steps in KILLS.items():
+            deliver_round(number)
+            if number == 2:  # each rerun lands the interrupted batch again, and is killed at the next step
+                for land_step in LAND_STEPS:
+                    results[f"land killed at {land_step}"] = checked(command(config, "land", kill_at=land_step),
+                                                                    expect=-9)
+            results[f"land {number}"] = checked(command(config, "land"))
+            for table, step in zip(TABLES, steps):
+                results[f"compact {number} of {table} killed at {step}"] = checked(
+                    command(config, "compact", kill_at=step), expect=-9)
+        results["compact last"] = checked(command(config, "compact"))
+        # the second table's first killed compaction (at version-written) committed nothing
+        final = {TABLES[0]: 1 + len(KILLS), TABLES[1]: len(KILLS)}
+        poll(lambda: all(reader_saw(out, t, v) for t, v in final.items()), 300, f"the reader seeing {final}", reader)
+        (folder / "feed.jsonl.stop").touch()
+        reader.wait(timeout=120)
+        yield {"config": config, "database": database, "run": run, "sources": sources, "results": results,
+               "observations": observations(out), "reader": reader, "final": final,
+               "keys": cluster.bucket_keys(st, f"{run}/")}
+    finally:
+        if reader is not None and reader.poll() is None:
+            reader.kill()
+        if os.environ.get("LAKECOMPACT_KEEP_STACK") != "1":
+            cluster.drop_lake(st, database, f"{run}/")
+
+
+def test_every_kill_happened_and_each_rerun_finished_the_work(history):
+    results, first, second = history["results"], *TABLES
+    killed = [name for name in results if "killed" in name]
+    assert sorted(name.split(" killed at ")[1] for name in killed) == sorted(STEPS), killed
+    for land_step in LAND_STEPS[1:]:
+        assert "land: batch 2 was interrupted; landing the same input again" in results[
+            f"land killed at {land_step}"].stdout
+    for number, steps in KILLS.items():
+        out = results[f"compact {number} of {first} killed at {steps[0]}"].stdout
+        assert f"compact {first}: base v" not in out and f"compact {second}" not in out, out
+        out = results[f"compact {number} of {second} killed at {steps[1]}"].stdout
+        assert f"compact {first}: nothing pending (base v{number})" in out and f"compact {second}: base v" not in out
+    final = history["final"]
+    for table in TABLES:
+        assert f"compact {table}: nothing pending (base v{final[table]})" in results["compact last"].stdout
+
+
+def test_the_views_equal_the_source(history):
+    seen = read_views(history["config"], history["database"], TABLES)
+    for table, source in history["sources"].items():
+        assert seen[table] == expected_view(source.model), table
+        assert seen[table], table
+
+
+def test_no_object_is_left_that_no_committed_state_accounts_for(history):
+    keys = history["keys"]
+    root = f"{history['run']}/warehouse/{history['database']}/"
+    for table, final in history["final"].items():
+        prefix = f"{root}{table}/"
+        assert cluster.manifest_version(keys, prefix) == final
+        assert cluster.orphans([k for k in keys if k.startswith(prefix)], prefix, final) == []
+    assert f"{root}_state/land-intent.json" not in keys
+    assert not [k for k in keys if k.endswith(".tmp") or "_temporary" in k or "__magic" in k]
+
+
+def test_the_reader_saw_whole_feed_versions_only(history):
+    """A feed version is visible whole or not at all, through every kill: each poll saw each version with the same
+    rows and checksum, those it has at the end (or had before garbage collection dropped it: keep_versions = 3)."""
+    seen = history["observations"]
+    assert not [o for o in seen if "error" in o], [o for o in seen if "error" in o][:5]
+    last = {t: next(o for o in reversed(seen) if o["table"] == t)["versions"] for t in TABLES}
+    for table, final in history["final"].items():
+        assert sorted(map(int, last[table])) == [final - 2, final - 1, final], last[table]
+        values: dict[str, set] = {}
+        for o in seen:
+            if o["table"] == table:
+                for version, got in o["versions"].items():
+                    values.setdefault(version, set()).add(tuple(got))
+        assert sorted(map(int, values)) == list(range(1, final + 1)), (table, sorted(values))
+        assert {v: got for v, got in values.items() if len(got) > 1} == {}, table
+        assert all(values[v] == {tuple(got)} for v, got in last[table].items()), table
+    publications = len({(o["table"], tuple(sorted(o["versions"]))) for o in seen})
+    assert publications >= sum(history["final"].values()), "the reader saw too few publications"
