@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from lakecompact import sql
 from lakecompact.compaction.manifest import Manifests
 from lakecompact.config import Config
-from lakecompact.errors import LakecompactError, UnknownTable
+from lakecompact.errors import LakecompactError, LakeFormatTooNew, UnknownTable
 from lakecompact.identifiers import column_list, qualified
 from lakecompact.naming import base_table, changes_table, increments_table
 from lakecompact.schema.model import (
@@ -35,6 +35,10 @@ VERSION_PROPERTY = "lakecompact.base_version"  # the base version the metastore 
 DELETE_FORM_PROPERTY = "lakecompact.deletes"
 # the name, everywhere (land, status, quarantine), of events that belong to no table; no table starts with "_"
 UNPLACED = "_unknown"
+# the lake format this version writes and reads: how a table's folders, state files and metastore objects are laid
+# out (docs/design.md "State files"). A table whose state names no format is format 1. A change that an older
+# lakecompact would misread raises it, so that the older one stops with a message instead
+LAKE_FORMAT = 1
 
 
 @dataclass(frozen=True)
@@ -66,11 +70,6 @@ class TablePaths:
         the cast rather than giving NULL: Spark's ANSI mode)."""
         return F.regexp_extract(file_path, r"/batch=([0-9]+)/[^/]*$", 1).cast("bigint")
 
-    @property
-    def archive(self) -> str:
-        """Where lakes made before the archive stayed in place moved consumed increments to (read, never written)."""
-        return f"{self.root}/archive"
-
     def archived(self, hour: str, batch: int) -> str:
         """A consumed increment stays where it was landed: it is archived by being out of `<t>_increments` and at
         or below the current manifest's last batch (docs/design.md "Compaction protocol"), so no store moves its objects."""
@@ -97,6 +96,11 @@ class TablePaths:
     @property
     def state(self) -> str:
         return f"{self.root}/_state"
+
+    @property
+    def lake_format(self) -> str:
+        """The lake format the table is written in ({"format": n}; none: format 1)."""
+        return f"{self.state}/format.json"
 
     @property
     def finished(self) -> str:
@@ -128,6 +132,7 @@ class Catalog:
         self.spark, self.config = spark, config
         self.database = config.database
         self.root = f"{warehouse_uri(config.warehouse).rstrip('/')}/{config.database}"
+        self._readable: set[str] = set()  # tables whose lake format this version was found to read
 
     @functools.cached_property
     def storage(self) -> Storage | LocalFiles:
@@ -183,8 +188,23 @@ class Catalog:
                 and any(b.startswith("batch=") for b in self.storage.list_names(self.paths(n).quarantine))]
 
     def schema(self, table: str) -> TableSchema | None:
+        """The table's schema as saved (None: no such table), once its lake format is known to be readable: every
+        command reads it before it works on a table."""
         _, raw = self._schema_state(table).latest()
-        return TableSchema.from_json(raw) if raw else None
+        if not raw:
+            return None
+        self.require_readable(table)
+        return TableSchema.from_json(raw)
+
+    def require_readable(self, table: str) -> None:
+        """The table is in a lake format this version reads (LAKE_FORMAT or older); checked once per catalog."""
+        if table in self._readable:
+            return
+        path = self.paths(table).lake_format
+        found = int(self.storage.read_json(path)["format"]) if self.storage.exists(path) else 1
+        if found > LAKE_FORMAT:
+            raise LakeFormatTooNew(table, found, LAKE_FORMAT)
+        self._readable.add(table)
 
     def require(self, table: str) -> TableSchema:
         schema = self.schema(table)
@@ -239,6 +259,8 @@ class Catalog:
             self.spark.sql(statement)
             if template == view_definition.TEMPLATE:
                 view_definition.record_view(self, schema.table, statement)
+        # before the schema, which makes the table exist for every reader
+        self.storage.write_json(self.paths(schema.table).lake_format, {"format": LAKE_FORMAT}, overwrite=True)
         self.save_schema(schema)
 
     def widen(self, schema: TableSchema) -> None:

@@ -13,11 +13,15 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
+from lakecompact import __version__
 from lakecompact import config as config_module
-from lakecompact.errors import LakecompactError, as_missing_file
+from lakecompact.errors import InputFileError, LakecompactError, as_missing_file
 from lakecompact.report import seconds_since, warn
 from lakecompact.views import DIALECTS
+
+SQL_FORMATS = ("json", "table", "csv")  # `sql --format`
 
 
 def _quiet_query_errors(args: argparse.Namespace) -> None:
@@ -41,6 +45,15 @@ class Context:
     def config(self) -> config_module.Config:
         if not self.args.config:
             raise LakecompactError(f"lakecompact {self.args.command}: expected --config FILE (a TOML file; see docs/configuration.md)")
+        # a file named on the command line that is not there or cannot be read: exit 5, as for schema --avsc
+        expected = "a TOML file (see docs/configuration.md)"
+        try:
+            Path(self.args.config).read_bytes()
+        except FileNotFoundError:
+            raise InputFileError("--config", self.args.config, expected, "there is no such file") from None
+        except OSError as exc:  # a folder, no permission
+            raise InputFileError("--config", self.args.config, expected,
+                                 f"it cannot be read ({exc.__class__.__name__})") from None
         return config_module.load(self.args.config)
 
     @functools.cached_property
@@ -84,6 +97,17 @@ def _tables(args: argparse.Namespace) -> list[str] | None:
     return [t.lower() for t in args.table] if args.table else None
 
 
+def _require_tables(context: Context, tables: list[str] | None) -> None:
+    """An unknown table named on the command line refused before a JVM starts, when the warehouse is local (its
+    tables are read from the disk); elsewhere the command itself refuses it, once Spark is up."""
+    if tables and config_module.is_local(context.config.warehouse):
+        from lakecompact.catalog import Catalog
+
+        catalog = Catalog(None, context.config)
+        for table in tables:
+            catalog.require(table)
+
+
 # -- the handlers -----------------------------------------------------------------------------------
 
 
@@ -117,6 +141,7 @@ def _requeue(args, context: Context) -> None:
 def _compact(args, context: Context) -> None:
     from lakecompact.compaction.compact import compact
 
+    _require_tables(context, _tables(args))  # before a JVM starts
     compact(context.spark, context.config, _tables(args), skip_busy=True)
 
 
@@ -141,7 +166,7 @@ def _history(args, context: Context) -> None:
 def _sql(args, context: Context) -> None:
     from lakecompact.views.read import run_sql
 
-    run_sql(context.spark, context.config, args.query)
+    run_sql(context.spark, context.config, args.query, fmt=args.format)
 
 
 def _status(args, context: Context) -> None:
@@ -185,8 +210,10 @@ def _changes(args, context: Context) -> None:
 
 def _schema(args, context: Context) -> None:
     """DDL from a local .avsc needs neither Spark nor a metastore, and then a config is optional."""
-    from lakecompact.schema.extract import run
+    from lakecompact.schema.extract import check_avsc_arguments, run
 
+    if args.avsc:  # the files and --table checked before a JVM starts
+        check_avsc_arguments(args.avsc, args.key_avsc, args.table)
     offline = bool(args.dry_run and args.avsc)
     if offline and not args.config:
         config = config_module.from_dict({"warehouse": "/warehouse", "source": {"kind": "files", "paths": ["-"]}})
@@ -270,6 +297,9 @@ def _history_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _sql_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", help="Spark SQL; the lake's database is the current one")
+    parser.add_argument("--format", choices=SQL_FORMATS, default="json",
+                        help="json (default): one JSON object per row, a null value printed as null; table: aligned "
+                             "columns; csv: a header line, then the rows (an empty field is null, \"\" an empty string)")
 
 
 def _status_arguments(parser: argparse.ArgumentParser) -> None:
@@ -337,7 +367,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("history", "every base version of a table: when, events in, rows written and live, buckets rewritten, "
             "time taken, change-feed version", _history, f"{WITH_CONFIG} history --table public_customers --json",
             _history_arguments),
-    Command("sql", "run a query; rows are printed as JSON lines", _sql,
+    Command("sql", "run a query; rows are printed as JSON lines (nulls included), or as a table or CSV", _sql,
             f"{WITH_CONFIG} sql \"SELECT count(*) FROM lake.public_customers WHERE NOT __deleted\"", _sql_arguments),
     Command("status", "per table: base version, rows, pending batches and events, quarantine, change-feed versions, "
             "last compaction (files only: no JVM on a local warehouse)", _status, f"{WITH_CONFIG} status --json",
@@ -360,20 +390,32 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lakecompact", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", "-c", help="TOML config file (see docs/configuration.md)")
-    parser.add_argument("--verbose", action="store_true", help="show Spark's own log (errors only by default)")
-    parser.add_argument("--debug", action="store_true", help="on an error, show the Python traceback too")
+def _global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """The options of every command, taken before the command's name or after it (`lakecompact land --config F`).
+    Only the main parser sets their defaults: a command's parser leaves out what it was not given, so it does not
+    overwrite what was given before the command."""
+    default = {} if defaults else {"default": argparse.SUPPRESS}
+    parser.add_argument("--config", "-c", help="TOML config file (see docs/configuration.md)", **default)
+    parser.add_argument("--verbose", action="store_true", help="show Spark's own log (errors only by default)",
+                        **default)
+    parser.add_argument("--debug", action="store_true", help="on an error, show the Python traceback too", **default)
     parser.add_argument("--no-wait", action="store_true",
                         help="embedded metastore in use by another lakecompact process: exit with status 3 "
-                             "instead of waiting for it")
+                             "instead of waiting for it", **default)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lakecompact", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"lakecompact {__version__}")
+    _global_options(parser, defaults=True)
     commands = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
-        command.arguments(commands.add_parser(
+        sub = commands.add_parser(
             command.name, help=command.help, description=command.help, epilog=f"example:\n  {command.example}",
             formatter_class=argparse.RawDescriptionHelpFormatter,
-        ))
+        )
+        command.arguments(sub)
+        _global_options(sub, defaults=False)
     return parser
 
 

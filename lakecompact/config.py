@@ -1,7 +1,8 @@
 """Configuration: TOML into typed, frozen dataclasses, validated once when loaded.
 
-Every section is a frozen dataclass; `_build` is the one reader (types, unknown keys) and `_check` the one
-validator (value rules), for the whole file and for a section built directly (HookConfig(...)).
+Every section is a frozen dataclass; `_build` is the one reader (types, unknown keys), and each section's
+`validate` holds its value rules: Config's checks its sections in turn, and a section built directly
+(HookConfig(...), RegistryConfig(...), S3Config(...)) checks itself.
 """
 
 from __future__ import annotations
@@ -70,7 +71,27 @@ class HookConfig:
     name: str = ""
 
     def __post_init__(self) -> None:
-        _check(self, f"hooks.{self.name or self.kind}")
+        self.validate(f"hooks.{self.name or self.kind}")
+
+    def validate(self, where: str) -> None:
+        """The rules this section's values meet, each named by where it is set (`where`, e.g. "tables.orders")."""
+        at = f"{where}." if where else ""
+        _require(self.kind in HOOK_KINDS, f"{at}kind", f"one of {', '.join(HOOK_KINDS)}", self.kind)
+        target = self.target
+        _require(isinstance(target, str) and bool(target.strip()), f"{at}target", "a non-empty string", target)
+        if self.kind == "python":
+            module, _, function = target.partition(":")
+            _require(bool(module) and function.isidentifier(), f"{at}target", "a Python callable as module:function", target)
+        if self.kind == "http":
+            _require(target.startswith(("http://", "https://")), f"{at}target", "an http:// or https:// URL", target)
+        headers = self.headers
+        _require(isinstance(headers, Mapping) and all(isinstance(v, str) for v in headers.values()),
+                 f"{at}headers", "a table of string values (the values are secrets: not shown)")
+        _require(_is_number(self.timeout_seconds) and self.timeout_seconds > 0,
+                 f"{at}timeout_seconds", "a number of seconds > 0", self.timeout_seconds)
+        _require(_is_count(self.retries), f"{at}retries", "a whole number >= 0", self.retries)
+        _require(_is_number(self.backoff_seconds) and self.backoff_seconds >= 0,
+                 f"{at}backoff_seconds", "a number of seconds >= 0", self.backoff_seconds)
 
     @property
     def id(self) -> str:
@@ -137,7 +158,24 @@ class RegistryConfig:
     max_backoff_seconds: float = 10.0
 
     def __post_init__(self) -> None:
-        _check(self, "registry")
+        self.validate("registry")
+
+    def validate(self, where: str) -> None:
+        """The rules this section's values meet, each named by where it is set (`where`, e.g. "tables.orders")."""
+        at = f"{where}." if where else ""
+        _require(isinstance(self.url, str) and self.url.startswith(("http://", "https://")),
+                 f"{at}url", "an http:// or https:// URL", self.url)
+        _require(_is_count(self.retries), f"{at}retries", "a whole number >= 0", self.retries)
+        for name in ("timeout_seconds", "backoff_seconds", "max_backoff_seconds"):
+            value = getattr(self, name)
+            _require(_is_number(value) and value >= 0, f"{at}{name}", "a number of seconds >= 0", value)
+        _require(self.timeout_seconds > 0, f"{at}timeout_seconds", "a number of seconds > 0", self.timeout_seconds)
+        _require(isinstance(self.verify, (bool, str)) and self.verify != "",
+                 f"{at}verify", "true, false or the path of a CA bundle", self.verify)
+        _require(not self.key or bool(self.cert), f"{at}cert", "a client certificate path when registry.key is set", self.cert)
+        _require(not self.password or bool(self.username), f"{at}username",
+                 "a user name when registry.password is set", self.username)
+        _check_subject_format(self.subject_pattern, f"{at}subject_format")
 
     @classmethod
     def from_dict(cls, raw: Any, where: str = "registry") -> RegistryConfig:
@@ -165,7 +203,28 @@ class S3Config:
     committer: S3Committer = "magic"
 
     def __post_init__(self) -> None:
-        _check(self, "s3")
+        self.validate("s3")
+
+    def validate(self, where: str) -> None:
+        """The rules this section's values meet, each named by where it is set (`where`, e.g. "tables.orders")."""
+        at = f"{where}." if where else ""
+        endpoint = self.endpoint
+        parts = _url_parts(endpoint)
+        _require(endpoint == "" or (parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname)
+                                    and parts.username is None),
+                 f"{at}endpoint", "an http:// or https:// URL without a user or password (empty: AWS's own)",
+                 endpoint if "@" not in str(endpoint) else None)  # a URL with a password in it is not echoed
+        _require(isinstance(self.region, str), f"{at}region", "a string such as \"eu-west-1\"", self.region)
+        _require(isinstance(self.path_style_access, bool), f"{at}path_style_access", "true or false",
+                 self.path_style_access)
+        for name in ("access_key", "secret_key", "session_token"):  # the value is never shown
+            _require(isinstance(getattr(self, name), str), f"{at}{name}", "a string (the value is a secret: not shown)")
+        _require(bool(self.access_key) == bool(self.secret_key), f"{at}secret_key",
+                 f"both {at}access_key and {at}secret_key, or neither (the s3a client's own credential chain)")
+        _require(not self.session_token or bool(self.access_key), f"{at}access_key",
+                 f"{at}access_key and {at}secret_key with {at}session_token (temporary credentials)")
+        _require(self.committer in S3_COMMITTERS, f"{at}committer", f"one of {', '.join(S3_COMMITTERS)}",
+                 self.committer)
 
 
 @dataclass(frozen=True)
@@ -177,6 +236,15 @@ class NamingConfig:
     replacement: str = ""
     case: NameCase = "lower"
     drop_server: bool = True
+
+    def validate(self, where: str) -> None:
+        """The rules this section's values meet, each named by where it is set (`where`, e.g. "tables.orders")."""
+        at = f"{where}." if where else ""
+        if self.regexp:
+            try:
+                re.compile(self.regexp)
+            except re.error as exc:
+                raise ConfigError(f"{at}regexp", "a valid regular expression", self.regexp, hint=str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -195,6 +263,18 @@ class TableConfig:
     hooks: tuple[HookConfig, ...] = ()
     topic: str | None = None
 
+    def validate(self, where: str) -> None:
+        """The rules this section's values meet, each named by where it is set (`where`, e.g. "tables.orders")."""
+        at = f"{where}." if where else ""
+        _require(1 <= self.buckets < DELTA_BUCKETS_FROM, f"{at}buckets",
+                 f"a whole number from 1 to {DELTA_BUCKETS_FROM - 1}", self.buckets)
+        _require(self.keep_versions >= 1, f"{at}keep_versions", "a whole number of at least 1", self.keep_versions)
+        _require(self.tombstone_retention_hours >= 0, f"{at}tombstone_retention_hours", "a number of hours >= 0")
+        _require(_is_number(self.delta_share) and self.delta_share > 0, f"{at}delta_share",
+                 "a number > 0 (the share of a bucket's rows its delta may reach)", self.delta_share)
+        for column in self.key or ():
+            _require(bool(_IDENTIFIER.match(column)), f"{at}key", "a list of column names", list(self.key or ()))
+
 
 @dataclass(frozen=True)
 class SourceConfig:
@@ -208,6 +288,17 @@ class SourceConfig:
     connect_timeout_seconds: float = 120.0  # how long Kafka brokers that do not answer are waited for
     kafka_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets (sasl.jaas.config)
 
+    def validate(self, where: str) -> None:
+        """The rules this section's values meet, each named by where it is set (`where`, e.g. "tables.orders")."""
+        at = f"{where}." if where else ""
+        if self.kind == "files":
+            _require(bool(self.paths), f"{at}paths", "a list of file paths or globs of kcat -J output")
+        else:
+            _require(bool(self.bootstrap_servers), f"{at}bootstrap_servers", "host:port[,host:port]")
+            _require(bool(self.topics or self.topic_pattern), f"{at}topics", "a list of topics, or source.topic_pattern")
+            _require(_is_number(self.connect_timeout_seconds) and self.connect_timeout_seconds > 0,
+                     f"{at}connect_timeout_seconds", "a number of seconds > 0", self.connect_timeout_seconds)
+
 
 @dataclass(frozen=True)
 class MetastoreConfig:
@@ -219,6 +310,15 @@ class MetastoreConfig:
     jdbc_password: str = field(default="", repr=False)  # a secret: never printed
     jdbc_driver: str = ""
     jdbc_user: str = ""
+
+    def validate(self, where: str) -> None:
+        """The rules this section's values meet, each named by where it is set (`where`, e.g. "tables.orders")."""
+        at = f"{where}." if where else ""
+        uris = self.uri.split(",") if self.uri else []
+        _require(all(u.startswith("thrift://") and u[len("thrift://"):] for u in uris), f"{at}uri",
+                 "thrift://host:port (several: comma-separated)", self.uri)
+        _require(_is_number(self.connect_timeout_seconds) and self.connect_timeout_seconds > 0,
+                 f"{at}connect_timeout_seconds", "a number of seconds > 0", self.connect_timeout_seconds)
 
 
 @dataclass(frozen=True)
@@ -243,12 +343,32 @@ class RunConfig:
     metrics_port: int = 9464
     status_file: str = ""  # default: <warehouse>/<database>/_state/run-status.json on a local warehouse
 
+    def validate(self, where: str) -> None:
+        """The rules this section's values meet, each named by where it is set (`where`, e.g. "tables.orders")."""
+        at = f"{where}." if where else ""
+        _require(self.interval_seconds > 0, f"{at}interval_seconds", "a number of seconds > 0", self.interval_seconds)
+        for name in RUN_TRIGGERS:
+            _require(getattr(self, name) >= 0, f"{at}{name}", "a number >= 0 (0: this trigger is off)", getattr(self, name))
+        _require(any(getattr(self, name) for name in RUN_TRIGGERS), f"{at}compact_after_batches",
+                 f"at least one trigger above 0 ({', '.join(RUN_TRIGGERS)}): otherwise nothing is ever compacted")
+        _require(self.parallel_compactions >= 1, f"{at}parallel_compactions", "a whole number of at least 1",
+                 self.parallel_compactions)
+        _require(0 <= self.metrics_port <= 65535, f"{at}metrics_port", "a TCP port (0: no metrics endpoint)",
+                 self.metrics_port)
+        _require(bool(self.metrics_host), f"{at}metrics_host", "a host name or address to listen on")
+
 
 @dataclass(frozen=True)
 class LocksConfig:
     """The lock files of the lander and of each table's compactor (docs/production.md "Locks")."""
 
     lease_seconds: float = 300.0  # a holder on another host that has not renewed its lock for this long is gone
+
+    def validate(self, where: str) -> None:
+        """The rules this section's values meet, each named by where it is set (`where`, e.g. "tables.orders")."""
+        at = f"{where}." if where else ""
+        _require(_is_number(self.lease_seconds) and self.lease_seconds >= 10, f"{at}lease_seconds",
+                 "a number of seconds >= 10 (a holder renews its lease every quarter of it)", self.lease_seconds)
 
 
 @dataclass(frozen=True)
@@ -269,6 +389,22 @@ class Config:
 
     def table(self, name: str) -> TableConfig:
         return self.tables.get(name, self.defaults)
+
+    def validate(self, where: str) -> None:
+        """The rules this section's values meet, each named by where it is set (`where`, e.g. "tables.orders")."""
+        _require(bool(self.warehouse), "warehouse", "a path or URI for the lake's root")
+        _require(local_path(self.warehouse).is_absolute() if is_local(self.warehouse) else "://" in self.warehouse,
+                 "warehouse", "an absolute path or a URI such as s3a://bucket/lake", self.warehouse)
+        _require(bool(_IDENTIFIER.match(self.database)), "database", "a database name of letters, digits and _", self.database)
+        self.source.validate("source")
+        self.metastore.validate("metastore")
+        _check_shared_metastore(self)
+        self.naming.validate("naming")
+        self.defaults.validate("defaults")
+        self.run.validate("run")
+        self.locks.validate("locks")
+        for name, table in self.tables.items():
+            table.validate(f"tables.{name}")
 
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -334,7 +470,7 @@ def _build(cls: type, raw: Any, where: str) -> Any:
         raise ConfigError(f"{where + '.' if where else ''}{missing[0]}", "a value (this setting is required)")
     built = cls(**values)
     if cls is Config:
-        _check(built, "")
+        built.validate("")
     return built
 
 
@@ -381,7 +517,7 @@ def _expect(value: Any, kind: type, path: str, expected: str) -> Any:
     return value
 
 
-# -- the one validator: the rules values must meet, named by where they are set -----------------------
+# -- what the sections' validators share ------------------------------------------------------------
 
 
 def _require(holds: bool, key: str, expected: str, got: Any = None) -> None:
@@ -395,119 +531,6 @@ def _is_number(value: Any) -> bool:
 
 def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _check(section: Any, where: str) -> None:
-    """Validate one built section (Config checks its sections in turn)."""
-    at = f"{where}." if where else ""
-    if isinstance(section, HookConfig):
-        _require(section.kind in HOOK_KINDS, f"{at}kind", f"one of {', '.join(HOOK_KINDS)}", section.kind)
-        target = section.target
-        _require(isinstance(target, str) and bool(target.strip()), f"{at}target", "a non-empty string", target)
-        if section.kind == "python":
-            module, _, function = target.partition(":")
-            _require(bool(module) and function.isidentifier(), f"{at}target", "a Python callable as module:function", target)
-        if section.kind == "http":
-            _require(target.startswith(("http://", "https://")), f"{at}target", "an http:// or https:// URL", target)
-        headers = section.headers
-        _require(isinstance(headers, Mapping) and all(isinstance(v, str) for v in headers.values()),
-                 f"{at}headers", "a table of string values (the values are secrets: not shown)")
-        _require(_is_number(section.timeout_seconds) and section.timeout_seconds > 0,
-                 f"{at}timeout_seconds", "a number of seconds > 0", section.timeout_seconds)
-        _require(_is_count(section.retries), f"{at}retries", "a whole number >= 0", section.retries)
-        _require(_is_number(section.backoff_seconds) and section.backoff_seconds >= 0,
-                 f"{at}backoff_seconds", "a number of seconds >= 0", section.backoff_seconds)
-    elif isinstance(section, RegistryConfig):
-        _require(isinstance(section.url, str) and section.url.startswith(("http://", "https://")),
-                 f"{at}url", "an http:// or https:// URL", section.url)
-        _require(_is_count(section.retries), f"{at}retries", "a whole number >= 0", section.retries)
-        for name in ("timeout_seconds", "backoff_seconds", "max_backoff_seconds"):
-            value = getattr(section, name)
-            _require(_is_number(value) and value >= 0, f"{at}{name}", "a number of seconds >= 0", value)
-        _require(section.timeout_seconds > 0, f"{at}timeout_seconds", "a number of seconds > 0", section.timeout_seconds)
-        _require(isinstance(section.verify, (bool, str)) and section.verify != "",
-                 f"{at}verify", "true, false or the path of a CA bundle", section.verify)
-        _require(not section.key or bool(section.cert), f"{at}cert", "a client certificate path when registry.key is set", section.cert)
-        _require(not section.password or bool(section.username), f"{at}username",
-                 "a user name when registry.password is set", section.username)
-        _check_subject_format(section.subject_pattern, f"{at}subject_format")
-    elif isinstance(section, S3Config):
-        endpoint = section.endpoint
-        parts = _url_parts(endpoint)
-        _require(endpoint == "" or (parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname)
-                                    and parts.username is None),
-                 f"{at}endpoint", "an http:// or https:// URL without a user or password (empty: AWS's own)",
-                 endpoint if "@" not in str(endpoint) else None)  # a URL with a password in it is not echoed
-        _require(isinstance(section.region, str), f"{at}region", "a string such as \"eu-west-1\"", section.region)
-        _require(isinstance(section.path_style_access, bool), f"{at}path_style_access", "true or false",
-                 section.path_style_access)
-        for name in ("access_key", "secret_key", "session_token"):  # the value is never shown
-            _require(isinstance(getattr(section, name), str), f"{at}{name}", "a string (the value is a secret: not shown)")
-        _require(bool(section.access_key) == bool(section.secret_key), f"{at}secret_key",
-                 f"both {at}access_key and {at}secret_key, or neither (the s3a client's own credential chain)")
-        _require(not section.session_token or bool(section.access_key), f"{at}access_key",
-                 f"{at}access_key and {at}secret_key with {at}session_token (temporary credentials)")
-        _require(section.committer in S3_COMMITTERS, f"{at}committer", f"one of {', '.join(S3_COMMITTERS)}",
-                 section.committer)
-    elif isinstance(section, TableConfig):
-        _require(1 <= section.buckets < DELTA_BUCKETS_FROM, f"{at}buckets",
-                 f"a whole number from 1 to {DELTA_BUCKETS_FROM - 1}", section.buckets)
-        _require(section.keep_versions >= 1, f"{at}keep_versions", "a whole number of at least 1", section.keep_versions)
-        _require(section.tombstone_retention_hours >= 0, f"{at}tombstone_retention_hours", "a number of hours >= 0")
-        _require(_is_number(section.delta_share) and section.delta_share > 0, f"{at}delta_share",
-                 "a number > 0 (the share of a bucket's rows its delta may reach)", section.delta_share)
-        for column in section.key or ():
-            _require(bool(_IDENTIFIER.match(column)), f"{at}key", "a list of column names", list(section.key or ()))
-    elif isinstance(section, SourceConfig):
-        if section.kind == "files":
-            _require(bool(section.paths), f"{at}paths", "a list of file paths or globs of kcat -J output")
-        else:
-            _require(bool(section.bootstrap_servers), f"{at}bootstrap_servers", "host:port[,host:port]")
-            _require(bool(section.topics or section.topic_pattern), f"{at}topics", "a list of topics, or source.topic_pattern")
-            _require(_is_number(section.connect_timeout_seconds) and section.connect_timeout_seconds > 0,
-                     f"{at}connect_timeout_seconds", "a number of seconds > 0", section.connect_timeout_seconds)
-    elif isinstance(section, MetastoreConfig):
-        uris = section.uri.split(",") if section.uri else []
-        _require(all(u.startswith("thrift://") and u[len("thrift://"):] for u in uris), f"{at}uri",
-                 "thrift://host:port (several: comma-separated)", section.uri)
-        _require(_is_number(section.connect_timeout_seconds) and section.connect_timeout_seconds > 0,
-                 f"{at}connect_timeout_seconds", "a number of seconds > 0", section.connect_timeout_seconds)
-    elif isinstance(section, NamingConfig):
-        if section.regexp:
-            try:
-                re.compile(section.regexp)
-            except re.error as exc:
-                raise ConfigError(f"{at}regexp", "a valid regular expression", section.regexp, hint=str(exc)) from None
-    elif isinstance(section, RunConfig):
-        _require(section.interval_seconds > 0, f"{at}interval_seconds", "a number of seconds > 0", section.interval_seconds)
-        for name in RUN_TRIGGERS:
-            _require(getattr(section, name) >= 0, f"{at}{name}", "a number >= 0 (0: this trigger is off)", getattr(section, name))
-        _require(any(getattr(section, name) for name in RUN_TRIGGERS), f"{at}compact_after_batches",
-                 f"at least one trigger above 0 ({', '.join(RUN_TRIGGERS)}): otherwise nothing is ever compacted")
-        _require(section.parallel_compactions >= 1, f"{at}parallel_compactions", "a whole number of at least 1",
-                 section.parallel_compactions)
-        _require(0 <= section.metrics_port <= 65535, f"{at}metrics_port", "a TCP port (0: no metrics endpoint)",
-                 section.metrics_port)
-        _require(bool(section.metrics_host), f"{at}metrics_host", "a host name or address to listen on")
-    elif isinstance(section, LocksConfig):
-        _require(_is_number(section.lease_seconds) and section.lease_seconds >= 10, f"{at}lease_seconds",
-                 "a number of seconds >= 10 (a holder renews its lease every quarter of it)", section.lease_seconds)
-    elif isinstance(section, Config):
-        _require(bool(section.warehouse), "warehouse", "a path or URI for the lake's root")
-        _require(local_path(section.warehouse).is_absolute() if is_local(section.warehouse) else "://" in section.warehouse,
-                 "warehouse", "an absolute path or a URI such as s3a://bucket/lake", section.warehouse)
-        _require(bool(_IDENTIFIER.match(section.database)), "database", "a database name of letters, digits and _", section.database)
-        _check(section.source, "source")
-        _check(section.metastore, "metastore")
-        _check_shared_metastore(section)
-        _check(section.naming, "naming")
-        _check(section.defaults, "defaults")
-        _check(section.run, "run")
-        _check(section.locks, "locks")
-        for name, table in section.tables.items():
-            _check(table, f"tables.{name}")
-    else:
-        raise TypeError(f"no rules for {type(section).__name__}")
 
 
 def _url_parts(url: Any) -> urllib.parse.SplitResult | None:

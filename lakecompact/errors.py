@@ -156,3 +156,17 @@ class KafkaUnavailable(ServiceUnavailable):
     def __init__(self, servers: str, seconds: float, last: str):
         self.servers, self.seconds, self.last = servers, seconds, last
         super().__init__(f"the Kafka brokers {servers} did not answer within {seconds:.0f}s; last: {last}")
+
+
+class LakeFormatTooNew(LakecompactError):
+    """A table written by a newer lakecompact, in a lake format this version cannot read (docs/design.md "State
+    files"): nothing of it is read or changed."""
+
+    exit_code = 8
+
+    def __init__(self, table: str, found: int, readable: int):
+        self.table, self.found, self.readable = table, found, readable
+        super().__init__(
+            f"table {table} is in lake format {found}, written by a newer lakecompact; this version reads format "
+            f"{readable} and older: run the lakecompact that wrote it, or a newer one"
+        )

@@ -110,16 +110,43 @@ def session_conf(
     the place of that (class_archive.build starts the JVM that dumps a new one). `one_shot`: the JVM lives for
     one command (not `run`).
     """
-    root = warehouse_uri(config.warehouse).rstrip("/")
-    # spark-defaults.conf's options first: where two conflict the JVM takes the last (lakecompact's, then the user's)
     site = spark_defaults()
-    site_options = site.get(DRIVER_JAVA_OPTIONS, "")
+    metastore, metastore_options = _metastore_conf(config)
+    local, local_options = _local_master_conf(config, site, one_shot=one_shot)
+    user_conf = dict(config.spark.conf)
     java_options = [
+        *_driver_java_options(site, verbose=verbose, archive_options=archive_options),
+        *metastore_options,
+        *local_options,
+        # added after lakecompact's rather than in their place: where two options conflict the JVM takes the
+        # last (the user's; the collector, which the JVM takes only once, is left out then), and the rest (class
+        # archive, log4j) still apply
+        *([user_conf.pop(DRIVER_JAVA_OPTIONS)] if DRIVER_JAVA_OPTIONS in user_conf else []),
+    ]
+    conf = {**_sql_conf(config), **metastore, **local}
+    if java_options:
+        conf[DRIVER_JAVA_OPTIONS] = " ".join(java_options)
+    conf |= object_store_conf(config)
+    conf |= _jar_conf(config, site)
+    return {**conf, **user_conf}
+
+
+def _driver_java_options(site: dict[str, str], *, verbose: bool, archive_options: tuple[str, ...]) -> list[str]:
+    """spark-defaults.conf's options first: where two conflict the JVM takes the last (lakecompact's, then the
+    user's); then the log4j configuration and the class archive."""
+    site_options = site.get(DRIVER_JAVA_OPTIONS, "")
+    return [
         *([site_options] if site_options else []),
         *([] if verbose else [f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"]),
         *(archive_options or class_archive.java_options()),
     ]
-    conf = {
+
+
+def _sql_conf(config: Config) -> dict[str, str]:
+    """How lakecompact's SQL reads and writes: UTC, the Hive catalog, parquet as the tables store it, secrets kept
+    out of Spark's UI, logs and plans."""
+    root = warehouse_uri(config.warehouse).rstrip("/")
+    return {
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": f"{root}/_spark_warehouse",
@@ -136,7 +163,12 @@ def session_conf(
         "spark.redaction.regex": "(?i)secret|password|token|access[.]key|jaas|sasl",
         "spark.sql.redaction.options.regex": "(?i)url|jaas|sasl|password|secret|token",
     }
-    metastore = config.metastore
+
+
+def _metastore_conf(config: Config) -> tuple[dict[str, str], list[str]]:
+    """The Hive metastore's settings, and the driver's Java options it needs: a thrift metastore, one read
+    through JDBC, or the embedded Derby metastore."""
+    metastore, conf, java_options = config.metastore, {}, []
     if metastore.uri:
         conf["spark.hadoop.hive.metastore.uris"] = metastore.uri
         conf |= thrift_metastore.client_conf(metastore)
@@ -157,44 +189,52 @@ def session_conf(
             f"jdbc:derby:;databaseName={metastore_dir / 'metastore_db'};create=true"
         )
         java_options.append(f"-Dderby.stream.error.file={metastore_dir / 'derby.log'}")
-    if config.spark.master.startswith("local") and not os.environ.get("PYSPARK_GATEWAY_PORT"):
+    return conf, java_options
+
+
+def _local_master_conf(config: Config, site: dict[str, str], *, one_shot: bool) -> tuple[dict[str, str], list[str]]:
+    """A local master that lakecompact launches: settings and Java options for a whole job in one JVM on a few
+    cores (none for a cluster, or a JVM that spark-submit started)."""
+    if not config.spark.master.startswith("local") or os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return {}, []
+    conf = {
         # Spark's 200 shuffle partitions are for clusters: on a few local cores most would be empty tasks
-        conf["spark.sql.shuffle.partitions"] = str(4 * (os.cpu_count() or 2))
+        "spark.sql.shuffle.partitions": str(4 * (os.cpu_count() or 2)),
         # a read of more than 32 folders (a table's buckets) lists them in a Spark job of its own; on a local
-        # master the job's tasks run in this JVM, so the job is only its scheduling (~0.1 s a read)
-        conf["spark.sql.sources.parallelPartitionDiscovery.threshold"] = "100000"
-        # every sort and hash aggregate of a task takes at least one page, which Spark sizes from the heap for tasks
-        # of many rows; a compaction's tasks hold a bucket's share of a change, and big pages only feed the GC
-        conf["spark.buffer.pageSize"] = "2m"
-        # the whole job in one JVM on a few cores: G1's concurrent threads take cores the tasks need. Not when the
-        # user or spark-defaults.conf chose a collector: the JVM refuses to start with two ("Multiple garbage
-        # collectors selected")
-        if not CHOSEN_COLLECTOR.search(f"{site_options} {config.spark.conf.get(DRIVER_JAVA_OPTIONS, '')}"):
-            java_options.append("-XX:+UseParallelGC")
-        if one_shot:
-            # a command's JVM ends before C2's compilations pay off, and on a few cores they take a core from the
-            # tasks; `run`, which lives long, keeps the full JIT.
-            # C1 alone shrinks the code cache's default to 48 MB, which a command of many queries fills ("Out of
-            # space in CodeCache for adapters" killed a task of the demo): the full JIT's 240 MB, reserved, not used
-            java_options += ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]
-    user_conf = dict(config.spark.conf)
-    if DRIVER_JAVA_OPTIONS in user_conf:
-        # added after lakecompact's rather than in their place: where two options conflict the JVM takes the
-        # last (the user's; the collector, which the JVM takes only once, is left out above), and the rest
-        # (class archive, log4j) still apply
-        java_options.append(user_conf.pop(DRIVER_JAVA_OPTIONS))
-    if java_options:
-        conf[DRIVER_JAVA_OPTIONS] = " ".join(java_options)
-    conf |= object_store_conf(config)
+        # master the job's tasks run in this JVM, so the job is only its scheduling
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+        # every sort and hash aggregate of a task takes at least one page, which Spark sizes from the heap for
+        # tasks of many rows; a compaction's tasks hold a bucket's share of a change, and big pages only feed the GC
+        "spark.buffer.pageSize": "2m",
+    }
+    java_options = []
+    # the whole job in one JVM on a few cores: G1's concurrent threads take cores the tasks need. Not when the
+    # user or spark-defaults.conf chose a collector: the JVM refuses to start with two ("Multiple garbage
+    # collectors selected")
+    if not CHOSEN_COLLECTOR.search(f"{site.get(DRIVER_JAVA_OPTIONS, '')} {config.spark.conf.get(DRIVER_JAVA_OPTIONS, '')}"):
+        java_options.append("-XX:+UseParallelGC")
+    if one_shot:
+        # a command's JVM ends before C2's compilations pay off, and on a few cores they take a core from the
+        # tasks; `run`, which lives long, keeps the full JIT.
+        # C1 alone shrinks the code cache's default to 48 MB, which a command of many queries fills ("Out of
+        # space in CodeCache for adapters"): the full JIT's 240 MB, reserved, not used
+        java_options += ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]
+    return conf, java_options
+
+
+def _jar_conf(config: Config, site: dict[str, str]) -> dict[str, str]:
+    """The stack's jars the config needs: the Kafka source's in `spark.jars` (after spark-defaults.conf's); the
+    s3a client's on the class paths, not in spark.jars, which copies each jar to every executor (the AWS SDK's is
+    hundreds of MB). The driver's class path applies when lakecompact starts the JVM; spark-submit takes
+    --driver-class-path."""
+    conf = {}
     jars = _stack_jars(config, KAFKA_JAR_FOLDERS if config.source.kind == "kafka" else ())
     if jars:
         conf["spark.jars"] = ",".join(filter(None, [site.get("spark.jars"), *jars]))
-    # on the class paths, not in spark.jars, which copies each jar to every executor (the AWS SDK's is ~650 MB);
-    # the driver's applies when lakecompact starts the JVM, spark-submit takes --driver-class-path
     class_path = _stack_jars(config, S3A_JAR_FOLDERS if _uses_s3a(config) else ())
     for key in ("spark.driver.extraClassPath", "spark.executor.extraClassPath") if class_path else ():
         conf[key] = os.pathsep.join(filter(None, [site.get(key), *class_path]))
-    return {**conf, **user_conf}
+    return conf
 
 
 def _uses_s3a(config: Config) -> bool:

@@ -1,4 +1,6 @@
-"""`lakecompact compact` and `lakecompact rollback`.
+"""`lakecompact compact` and `lakecompact rollback`: the compactor, its recovery, planning and writing of a version
+and its change feed; the swap (swap.py), the archive (archive.py), garbage collection (garbage.py) and rollback
+(rollback.py) are modules of their own.
 
 Per table, under its lock (docs/design.md "Compaction protocol"):
 1. converge the metastore to the highest manifest, and archive what that version consumed (crash recovery;
@@ -24,11 +26,21 @@ from pyspark.sql.types import IntegerType, StructType
 
 from lakecompact import crashpoints, sql
 from lakecompact.catalog import VERSION_PROPERTY, Catalog, TablePaths
-from lakecompact.compaction import changes
-from lakecompact.compaction.manifest import MARKER_BUCKET, Manifest, Manifests
+from lakecompact.compaction import archive, changes, garbage, swap
+from lakecompact.compaction.archive import first_gone
+from lakecompact.compaction.manifest import Manifest, Manifests
+from lakecompact.compaction.partitions import (
+    MARKER_BUCKET,
+    data_bucket_of,
+    delta_of,
+    is_data,
+    is_delta,
+    is_marker,
+)
+from lakecompact.compaction.rollback import roll_back, roll_back_one
 from lakecompact.compaction.spread import bucket_spread
 from lakecompact.config import Config
-from lakecompact.errors import LockHeld, MissingFile, MissingIncrement, RollbackError
+from lakecompact.errors import LockHeld, MissingIncrement
 from lakecompact.identifiers import column_list
 from lakecompact.naming import base_table, changes_table, increments_table
 from lakecompact.report import say, seconds_since, warn
@@ -66,7 +78,7 @@ class CompactReport:
     deltas_written: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class VersionPlan:
     """What version N+1 reads and writes: the base buckets read, and the buckets (re)written."""
 
@@ -74,11 +86,11 @@ class VersionPlan:
     events_in: int
     truncated: bool
     touched: tuple[int, ...]  # buckets of base N that are read
-    target: tuple[int, ...]  # partitions that version N+1 writes (folders v=N+1/__bucket=b; a delta: DELTA_BUCKETS_FROM + b)
+    target: tuple[int, ...]  # partitions that version N+1 writes (folders v=N+1/__bucket=b; a delta: delta_of(b))
     max_source_ts_ms: int | None  # the last source change base N+1 has seen
     deltas: tuple[int, ...] = ()  # buckets that get a new delta (merge-on-read) instead of being rewritten whole
-    rows_read: int | None = None  # rows of base N read (as the manifest counted them; None: not all counted)
-    deltas_read: tuple[int, ...] = ()  # the partitions of base N's deltas of touched buckets (DELTA_BUCKETS_FROM + b)
+    rows_read: int = 0  # rows of base N read (as the manifest counted them)
+    deltas_read: tuple[int, ...] = ()  # the partitions of base N's deltas of touched buckets (delta_of(b))
 
     @property
     def no_truncate(self) -> bool:
@@ -213,7 +225,7 @@ class Compactor:
     def _require_folders(self, pending: list[tuple[str, int]]) -> None:
         """Each registered increment's folder is there (one deleted outside lakecompact would fail Spark's read with
         its path alone); else what to do about it."""
-        gone = _first_gone(pending, lambda hour, batch: not self.storage.exists(self.paths.increment(hour, batch)))
+        gone = first_gone(pending, lambda hour, batch: not self.storage.exists(self.paths.increment(hour, batch)))
         if gone is None:
             return
         (hour, batch), others = gone
@@ -301,28 +313,36 @@ class Compactor:
         else:
             touched = tuple(range(bucket_count) if truncated else sorted(events)) + marker
             deltas = () if truncated else self._delta_buckets(current, events)
-            target = tuple(DELTA_BUCKETS_FROM + b if b in deltas else b for b in touched if b != MARKER_BUCKET)
+            target = tuple(delta_of(b) if b in deltas else b for b in touched if not is_marker(b))
             target += (MARKER_BUCKET,) if truncated else ()
         seen = [current.stats.get("max_source_ts_ms"), *(row.max_source_ts_ms for row in summary)]
         counted = current.stats.get("bucket_rows", {})
-        read = [counted.get(str(b)) if b in current.buckets else (0, 0) for b in touched if b not in deltas]
-        return VersionPlan(bucket_count, sum(row.events for row in summary), truncated, touched, target,
-                           max((t for t in seen if t is not None), default=None), deltas,
-                           None if None in read else sum(rows for rows, _ in read),
-                           tuple(d for d in (DELTA_BUCKETS_FROM + b for b in touched) if d in current.buckets))
+        read = [counted[str(b)] if b in current.buckets else (0, 0) for b in touched if b not in deltas]
+        return VersionPlan(
+            bucket_count=bucket_count,
+            events_in=sum(row.events for row in summary),
+            truncated=truncated,
+            touched=touched,
+            target=target,
+            max_source_ts_ms=max((t for t in seen if t is not None), default=None),
+            deltas=deltas,
+            rows_read=sum(rows for rows, _ in read),
+            deltas_read=tuple(d for d in (delta_of(b) for b in touched) if d in current.buckets),
+        )
 
     def _delta_buckets(self, current: Manifest, events: dict[int, int]) -> tuple[int, ...]:
         """Merge-on-read: the touched buckets whose delta, grown by this change's events, stays within `delta_share`
-        of the bucket's own rows (as the manifest counted them; a bucket not counted is rewritten whole). Hard
+        of the bucket's own rows (as the manifest counted them; a bucket new to the table is written whole). Hard
         deletes rewrite whole: a tombstone purged from a delta would let the bucket's older row show again."""
         if not self.settings.merge_on_read or self.settings.delete_mode == "hard":
             return ()
         counted, share = current.stats.get("bucket_rows", {}), self.settings.delta_share
 
         def fits(bucket: int) -> bool:
-            own = counted.get(str(bucket)) if bucket in current.buckets else None
-            delta = counted.get(str(DELTA_BUCKETS_FROM + bucket)) if DELTA_BUCKETS_FROM + bucket in current.buckets else [0, 0]
-            return own is not None and delta is not None and delta[0] + events[bucket] <= share * own[0]
+            if bucket not in current.buckets:
+                return False
+            delta = counted[str(delta_of(bucket))] if delta_of(bucket) in current.buckets else [0, 0]
+            return delta[0] + events[bucket] <= share * counted[str(bucket)][0]
 
         return tuple(b for b in sorted(events) if fits(b))
 
@@ -386,8 +406,7 @@ class Compactor:
             lambda frame: frame.write.partitionBy("__bucket").parquet(location),
             # read back when the optimizer proved the rows empty too (then there is no __bucket folder to find)
             lambda: self.spark.read.schema(self._base_schema().add("__bucket", IntegerType())).parquet(location),
-            observe=plan.rows_read is not None
-            and (plan.rows_read + plan.events_in) * len(plan.target) <= COUNTED_WHILE_WRITING,
+            observe=(plan.rows_read + plan.events_in) * len(plan.target) <= COUNTED_WHILE_WRITING,
             **counts,
         )
         for b in plan.target:
@@ -417,8 +436,8 @@ class Compactor:
         buckets = {} if self.schema.keyless and plan.truncated else dict(current.buckets)
         buckets.update({b: version for b in plan.target})
         for b in plan.target:
-            if MARKER_BUCKET != b < DELTA_BUCKETS_FROM:
-                buckets.pop(DELTA_BUCKETS_FROM + b, None)  # rewritten whole: its delta is folded in
+            if is_data(b):
+                buckets.pop(delta_of(b), None)  # rewritten whole: its delta is folded in
         self.manifests.write(Manifest(
             version,
             buckets,
@@ -427,7 +446,7 @@ class Compactor:
             {
                 "events_in": plan.events_in,
                 "rows_written": written.rows,
-                "buckets_rewritten": sorted(b for b in plan.target if b < DELTA_BUCKETS_FROM),
+                "buckets_rewritten": sorted(b for b in plan.target if not is_delta(b)),  # the marker too
                 "deltas_written": list(plan.deltas),
                 "created_at": datetime.now(UTC).isoformat(),
                 "seconds": round(time.monotonic() - started, 1),
@@ -436,8 +455,8 @@ class Compactor:
             },
         ))
         crashpoints.reached("manifest")
-        data_buckets = [b for b in buckets if MARKER_BUCKET != b < DELTA_BUCKETS_FROM]
-        rewritten = [b for b in plan.target if MARKER_BUCKET != b < DELTA_BUCKETS_FROM]
+        data_buckets = [b for b in buckets if is_data(b)]
+        rewritten = [b for b in plan.target if is_data(b)]
         return CompactReport(
             self.table, version, plan.events_in, written.rows, written.live, len(rewritten),
             max(plan.bucket_count, len(data_buckets)), len(plan.deltas),
@@ -485,155 +504,43 @@ class Compactor:
 
     # -- the swap and what follows -------------------------------------------------------------------
     def _point_base_at(self, manifest: Manifest, pointed_at: Manifest | None = None) -> None:
-        """The commit: the `<t>_base` partitions name the manifest's folders, then the version property.
-
-        `pointed_at`: the manifest the metastore is known to match (converged): its buckets are the partitions
-        there, and a bucket the new version did not rewrite keeps its partition untouched; without it (recovery,
-        rollback) the partitions are listed first and every one is set.
-        """
-        if any(b >= DELTA_BUCKETS_FROM for b in manifest.buckets):
+        """The commit (swap.py); `pointed_at`: the manifest the metastore is known to match."""
+        if any(is_delta(b) for b in manifest.buckets):
             # a view made before deltas existed would read them as rows
             refresh_view_as_saved(self.catalog, self.table)
-        if pointed_at is not None:
-            existing = set(pointed_at.buckets)
-        else:
-            existing = {int(p["__bucket"]) for p in self.catalog.partitions(self.base_table)}
-        wanted = manifest.buckets
-        new = [([("__bucket", b)], self.paths.base_bucket(v, b)) for b, v in sorted(wanted.items()) if b not in existing]
-        self.catalog.add_partitions(self.base_table, new)
-        unchanged = pointed_at.buckets if pointed_at is not None else {}
-        moved = [
-            ([("__bucket", b)], self.paths.base_bucket(v, b))
-            for b, v in sorted(wanted.items()) if b in existing and unchanged.get(b) != v
-        ]
-        self.catalog.set_partition_locations(self.base_table, moved)
-        gone = [[("__bucket", b)] for b in sorted(existing - set(wanted))]
-        self.catalog.drop_partitions(self.base_table, gone)
-        self.catalog.set_properties(self.base_table, {VERSION_PROPERTY: str(manifest.version)})
-        self.catalog.refresh(self.base_table)
+        swap.point_base_at(self.catalog, self.base_table, self.paths, manifest, pointed_at)
 
     def _archive(self, consumed: tuple[tuple[str, int], ...]) -> None:
-        if not consumed:
-            return
-        # DROP IF EXISTS: a batch a crashed run already dropped is skipped by the metastore. The folders stay where
-        # they are (TablePaths.archived)
-        self.catalog.drop_partitions(self.increments_table, [[("__hour", h), ("__batch", b)] for h, b in consumed])
-        self.catalog.refresh(self.increments_table)
+        archive.archive(self.catalog, self.increments_table, consumed)
 
     def _collect_garbage(self, current: Manifest) -> None:
-        """Keep the last K versions; delete folders no kept manifest refers to, and unfinished versions."""
-        versions = self.manifests.versions()
-        keep = versions[-self.settings.keep_versions:]
-        for old in versions[: -self.settings.keep_versions]:
-            self.manifests.expire(old)
-        referenced = {(v, b) for m in (self.manifests.read(k) for k in keep) for b, v in m.buckets.items()}
-        self._collect_changes(set(keep) | {current.version})
-        for name in self.storage.list_names(self.paths.base):
-            if not name.startswith("v="):
-                continue
-            version = int(name[2:])
-            folder = self.paths.base_version(version)
-            if version > current.version:  # written by a crashed run that never wrote its manifest
-                self.storage.delete(folder)
-                continue
-            buckets = [n for n in self.storage.list_names(folder) if n.startswith("__bucket=")]
-            unreferenced = [n for n in buckets if (version, int(n[len("__bucket="):])) not in referenced]
-            if len(unreferenced) == len(buckets) and version != current.version:
-                self.storage.delete(folder)
-                continue
-            for bucket_dir in unreferenced:
-                self.storage.delete(f"{folder}/{bucket_dir}")
+        garbage.collect_garbage(self.catalog, self.paths, self.manifests, self.changes_table,
+                                self.settings.keep_versions, current)
 
-    def _collect_changes(self, kept: set[int]) -> None:
-        """The feed keeps the versions the base keeps (docs/change-feed.md "How long versions stay")."""
-        for name in self.storage.list_names(self.paths.changes_staging_root):
-            if name.startswith("v=") and int(name[2:]) not in kept:
-                self.storage.delete(self.paths.changes_staging(int(name[2:])))
-        dropped = []
-        for name in self.storage.list_names(self.paths.changes_root):
-            # above the current version: a crashed compaction's feed, written in place before its manifest
-            if name.startswith("v=") and int(name[2:]) not in kept:
-                dropped.append(int(name[2:]))
-                self.storage.delete(self.paths.changes(int(name[2:])))
-        self.catalog.drop_partitions(self.changes_table, [[(CHANGE_PARTITION[0], v)] for v in dropped])
-
-    # -- rollback --------------------------------------------------------------------------------
     def rollback(self) -> int:
-        """Back one version: its increments become pending again, then the base points at the version before."""
-        started = time.monotonic()
-        with self.lock():
-            current = self.converge()
-            earlier = [v for v in self.manifests.versions() if v < current.version]
-            if earlier:
-                previous = self.manifests.read(earlier[-1])
-            elif current.version == 1:
-                previous = Manifest(0, {}, current.bucket_count)
-            else:
-                raise RollbackError(
-                    f"table {self.table} is at base v{current.version} with no earlier version kept "
-                    f"(keep_versions = {self.settings.keep_versions})"
-                )
-            self._require_archived(current, previous)
-            # until the manifest is retired, a crash must leave recovery to do (drop the batches from the increments
-            # again), or the next compaction would take them as pending and apply them twice
-            self.storage.delete(self.paths.finished)
-            restored = [([("__hour", hour), ("__batch", batch)], self.paths.increment(hour, batch))
-                        for hour, batch in current.consumed]
-            self.catalog.add_partitions(self.increments_table, restored)
-            self.manifests.retire(current.version)
-            self._point_base_at(previous)
-            # the folder first: a feed folder on disk is a published version (a schema change registers it again)
-            self.storage.delete(self.paths.changes(current.version))
-            self.catalog.drop_partitions(self.changes_table, [[(CHANGE_PARTITION[0], current.version)]])
-            self.storage.delete(self.paths.base_version(current.version))
-        say(
-            f"rollback {self.table}: base v{current.version} -> v{previous.version}; {len(restored)} batch(es) "
-            f"pending again, in {seconds_since(started)}"
-        )
-        return previous.version
-
-    def _require_archived(self, current: Manifest, previous: Manifest) -> None:
-        """Every batch the version folded in is still in the archive: a batch made pending again without its folder
-        would be left out of every read, silently."""
-        gone = _first_gone(current.consumed, lambda hour, batch: not self.storage.exists(self.paths.archived(hour, batch)))
-        if gone is not None:
-            (hour, batch), others = gone
-            raise MissingFile(
-                f"rollback {self.table}: base v{current.version} folded in batch {batch} (hour {hour}), whose archived "
-                f"folder is gone: {self.paths.archived(hour, batch)}{others}; at v{previous.version} its events would "
-                f"be lost, so nothing was changed; restore the archived folder to roll back"
-            )
-
-
-def _first_gone(batches, is_gone) -> tuple[tuple[str, int], str] | None:
-    """The first (hour, batch) whose folder `is_gone`, and how many more are, as words for a message; None: none."""
-    gone = [(hour, batch) for hour, batch in batches if is_gone(hour, batch)]
-    if not gone:
-        return None
-    return gone[0], f" ({len(gone) - 1} more batch(es) likewise)" if len(gone) > 1 else ""
+        """Back one version (rollback.py); the version now."""
+        return roll_back_one(self)
 
 
 def _row_counts(
     current: Manifest, buckets: dict[int, int], written: WrittenRows, newly_shadowed: dict[int, tuple[int, int]]
 ) -> dict:
     """Rows and live rows of the whole version, from each partition's counts: the rewritten ones' as written,
-    the others' as their manifest recorded them (unknown, None, for buckets written before counts were kept),
-    less the bucket rows that deltas shadow (those so far, and `newly_shadowed` by this version's deltas)."""
+    the others' as their manifest recorded them, less the bucket rows that deltas shadow (those so far, and
+    `newly_shadowed` by this version's deltas)."""
     known = {int(b): counts for b, counts in current.stats.get("bucket_rows", {}).items()}
-    per_bucket = {b: written.per_bucket.get(b, known.get(b)) for b in buckets}
+    per_bucket = {b: written.per_bucket[b] if b in written.per_bucket else known[b] for b in buckets}
     earlier = {int(b): counts for b, counts in current.stats.get("shadowed_rows", {}).items()}
     shadowed = {}
-    for b in (d - DELTA_BUCKETS_FROM for d in buckets if d >= DELTA_BUCKETS_FROM):
-        before = earlier.get(b) if DELTA_BUCKETS_FROM + b in current.buckets else (0, 0)
+    for b in (data_bucket_of(d) for d in buckets if is_delta(d)):
+        before = earlier[b] if delta_of(b) in current.buckets else (0, 0)
         now = newly_shadowed.get(b, (0, 0))
-        shadowed[b] = None if before is None else (before[0] + now[0], before[1] + now[1])
-    counts = [*per_bucket.values(), *shadowed.values()]
-    complete = all(c is not None for c in counts)
+        shadowed[b] = (before[0] + now[0], before[1] + now[1])
     return {
-        "bucket_rows": {str(b): list(counts) for b, counts in sorted(per_bucket.items()) if counts is not None},
-        "shadowed_rows": {str(b): list(counts) for b, counts in sorted(shadowed.items()) if counts is not None},
-        "rows": sum(c[0] for c in per_bucket.values()) - sum(c[0] for c in shadowed.values()) if complete else None,
-        "live_rows": sum(c[1] for c in per_bucket.values()) - sum(c[1] for c in shadowed.values()) if complete else None,
+        "bucket_rows": {str(b): list(counts) for b, counts in sorted(per_bucket.items())},
+        "shadowed_rows": {str(b): list(counts) for b, counts in sorted(shadowed.items())},
+        "rows": sum(c[0] for c in per_bucket.values()) - sum(c[0] for c in shadowed.values()),
+        "live_rows": sum(c[1] for c in per_bucket.values()) - sum(c[1] for c in shadowed.values()),
     }
 
 
@@ -670,18 +577,4 @@ def compact(
 
 def rollback(spark: SparkSession, config: Config, table: str, to_version: int | None = None) -> int:
     """Back one base version, or (`to_version`) back to that version, one version at a time; the version now."""
-    compactor = Compactor(spark, config, table)
-    if to_version is None:
-        return compactor.rollback()
-    kept = compactor.manifests.versions()
-    current = kept[-1] if kept else 0
-    reachable = ([0] if 1 in kept else []) + [v for v in kept if v < current]
-    if to_version != current and to_version not in reachable:
-        raise RollbackError(
-            f"table {table} is at base v{current} and can go back to "
-            f"{', '.join(f'v{v}' for v in reachable) or 'no version'} (keep_versions = "
-            f"{compactor.settings.keep_versions}), not v{to_version}"
-        )
-    while current > to_version:
-        current = compactor.rollback()
-    return current
+    return roll_back(Compactor(spark, config, table), to_version)

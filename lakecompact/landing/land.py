@@ -16,7 +16,6 @@ from collections.abc import Callable
 from concurrent import futures
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Literal
 
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -28,6 +27,7 @@ from lakecompact.config import Config
 from lakecompact.errors import LakecompactError, SchemaError
 from lakecompact.landing import decode, files
 from lakecompact.landing.decode import MessageShape
+from lakecompact.landing.intent import LandIntent, Requeue
 from lakecompact.naming import base_table, increments_table, table_for_topic
 from lakecompact.report import say, seconds_since, warn
 from lakecompact.schema import apply
@@ -136,7 +136,7 @@ class Landing:
         state = state or {"batch": 0, "files": {}, "kafka": {}}
         intent = self._pending_intent(state)
         if intent:
-            say(f"land: batch {intent['batch']} was interrupted; landing the same input again")
+            say(f"land: batch {intent.batch} was interrupted; landing the same input again")
         else:
             intent = self._plan_requeue(state, requeue) if requeue else self._plan(state, table)
             if intent is None:
@@ -144,14 +144,14 @@ class Landing:
                 if not quiet_when_idle:
                     say(f"land: nothing new to land ({seconds_since(started)})")
                 return LandReport()
-            self.storage.write_json(self.intent_path, intent, overwrite=True)
+            self.storage.write_json(self.intent_path, intent.to_json(), overwrite=True)
             crashpoints.reached("intent")
         try:
             report = self._land(intent)
         except Exception as exc:
             if files.GREW_WHILE_READ not in str(exc):
                 raise
-            say(f"land: batch {intent['batch']}: a file grew while it was read; reading the lines planned by number")
+            say(f"land: batch {intent.batch}: a file grew while it was read; reading the lines planned by number")
             report = self._land(intent, one_pass=False)
         state = self._advance(state, intent)
         self.state.write(number + 1, state)
@@ -161,7 +161,7 @@ class Landing:
         self.storage.delete(self.intent_path)
         total = sum(report.rows_out.values())
         say(
-            f"land: batch {intent['batch']}: {report.events_in} events in, {total} rows out to "
+            f"land: batch {intent.batch}: {report.events_in} events in, {total} rows out to "
             f"{len(report.rows_out)} table(s), {sum(report.quarantined.values())} quarantined, "
             f"{report.skipped} skipped, in {seconds_since(started)}"
         )
@@ -203,31 +203,30 @@ class Landing:
             source = (f"{row['events']} lines that are no event (quarantined)" if row["topic"] is None
                       else f"{row['topic']}: {row['events']} events ({row['tombstones']} Kafka tombstones)")
             say(f"  {table} <- {source}")
-        say(f"land --dry-run: batch {intent['batch']} would read {sum(r['events'] for r in rows)} events; "
+        say(f"land --dry-run: batch {intent.batch} would read {sum(r['events'] for r in rows)} events; "
             f"nothing written, in {seconds_since(started)}")
         return rows
 
     # -- the batch's input -----------------------------------------------------------------------
-    def _pending_intent(self, state: dict) -> dict | None:
+    def _pending_intent(self, state: dict) -> LandIntent | None:
         intent = self._pending_intent_of(state)
         if intent is None and self.storage.exists(self.intent_path):  # committed; only its clean-up was lost
-            self._release_requeued(self.storage.read_json(self.intent_path))
+            self._release_requeued(LandIntent.from_json(self.storage.read_json(self.intent_path)))
             self.storage.delete(self.intent_path)
         return intent
 
-    def _pending_intent_of(self, state: dict) -> dict | None:
+    def _pending_intent_of(self, state: dict) -> LandIntent | None:
         """The intent of a batch that was interrupted (to be landed again as it is), or None."""
         if not self.storage.exists(self.intent_path):
             return None
-        intent = self.storage.read_json(self.intent_path)
-        return intent if intent["batch"] > state["batch"] else None
+        intent = LandIntent.from_json(self.storage.read_json(self.intent_path))
+        return intent if intent.batch > state["batch"] else None
 
     @staticmethod
-    def _new_intent(state: dict) -> dict:
-        now = datetime.now(UTC)
-        return {"batch": state["batch"] + 1, "hour": now.strftime("%Y%m%d%H"), "landed_at": now.isoformat()}
+    def _new_intent(state: dict) -> LandIntent:
+        return LandIntent.new(state["batch"] + 1)
 
-    def _plan_requeue(self, state: dict, table: str) -> dict | None:
+    def _plan_requeue(self, state: dict, table: str) -> LandIntent | None:
         """The quarantine folders of one table, to land again as a batch of their own."""
         self.catalog.require(table)
         root = self.catalog.paths(table).quarantine
@@ -236,56 +235,56 @@ class Landing:
             say(f"requeue {table}: its quarantine is empty")
             return None
         say(f"requeue {table}: landing {len(folders)} quarantined batch(es) again")
-        return {**self._new_intent(state), "requeue": {"table": table, "folders": folders}}
+        return self._new_intent(state).reading(requeue=Requeue(table, tuple(folders)))
 
-    def _release_requeued(self, intent: dict) -> None:
+    def _release_requeued(self, intent: LandIntent) -> None:
         """Once the batch is committed, the requeued folders go: what failed again is in the new batch's folder."""
-        for folder in intent.get("requeue", {}).get("folders", []):
+        for folder in intent.requeue.folders if intent.requeue is not None else ():
             self.storage.delete(folder)
 
-    def _plan(self, state: dict, table: str | None = None) -> dict | None:
+    def _plan(self, state: dict, table: str | None = None) -> LandIntent | None:
         intent = self._new_intent(state)
         if self.config.source.kind == "files":
             ranges = files.plan(self.spark, self.storage, self.config.source.paths, state["files"])
             if not ranges:
                 return None
-            return {**intent, "files": [r.to_json() for r in ranges]}
+            return intent.reading(files=tuple(ranges))
         from lakecompact.landing import kafka
 
         wanted = None if table is None else (lambda topic: table_for_topic(topic, self.config) == table)
         offsets = kafka.plan(self.spark, self.config.source, state["kafka"], wanted)
         if not offsets:
             return None
-        return {**intent, "kafka": offsets}
+        return intent.reading(kafka=offsets)
 
-    def _advance(self, state: dict, intent: dict) -> dict:
+    def _advance(self, state: dict, intent: LandIntent) -> dict:
         landed_files = dict(state["files"])
-        for r in intent.get("files", []):
-            landed_files[r["path"]] = {"lines": r["end"], "size": r["size"]}
+        for r in intent.files or ():
+            landed_files[r.path] = {"lines": r.end, "size": r.size}
         kafka_offsets = dict(state["kafka"])
-        for topic_partition, bounds in intent.get("kafka", {}).items():
+        for topic_partition, bounds in (intent.kafka or {}).items():
             kafka_offsets[topic_partition] = bounds["end"]
-        return {"batch": intent["batch"], "files": landed_files, "kafka": kafka_offsets}
+        return {"batch": intent.batch, "files": landed_files, "kafka": kafka_offsets}
 
-    def _read(self, intent: dict, unnumbered: list[files.FileRange] | None = None) -> DataFrame:
+    def _read(self, intent: LandIntent, unnumbered: list[files.FileRange] | None = None) -> DataFrame:
         """The batch's raw events. `unnumbered` (of files.unchanged_whole): ranges whose lines are read without
         numbers, so their `__origin` is null."""
-        if "requeue" in intent:
-            quarantined = self.spark.read.schema(QUARANTINE_SCHEMA).parquet(*intent["requeue"]["folders"])
+        if intent.requeue is not None:
+            quarantined = self.spark.read.schema(QUARANTINE_SCHEMA).parquet(*intent.requeue.folders)
             return quarantined.select(
                 *decode.RAW_COLUMNS, F.lit(None).cast("string").alias("__line_reason"), F.col("payload").alias("__line")
             )
-        if "files" in intent:
-            return files.read(self.spark, _file_ranges(intent), unnumbered)
+        if intent.files is not None:
+            return files.read(self.spark, list(intent.files), unnumbered)
         from lakecompact.landing import kafka
 
-        return kafka.read(self.spark, self.config.source, intent["kafka"])
+        return kafka.read(self.spark, self.config.source, intent.kafka)
 
     # -- the batch itself ------------------------------------------------------------------------
-    def _land(self, intent: dict, *, one_pass: bool = True) -> LandReport:
+    def _land(self, intent: LandIntent, *, one_pass: bool = True) -> LandReport:
         """`one_pass`: the big files that the batch holds whole, unchanged since planned, are read in one pass
         without numbering their lines (the batch kept in memory needs no origins)."""
-        unnumbered = files.unchanged_whole(self.storage, _file_ranges(intent)) if one_pass else []
+        unnumbered = files.unchanged_whole(self.storage, list(intent.files or ())) if one_pass else []
         # read and parsed once for the batch, and kept in memory without the texts only the quarantine reads:
         # what is quarantined (most batches have nothing) is read from the source again, texts and all
         read = decode.without_texts(decode.split_message(self._read(intent, unnumbered))).persist()
@@ -294,8 +293,8 @@ class Landing:
         finally:
             read.unpersist()
 
-    def _land_read(self, intent: dict, read: DataFrame, unnumbered: list[files.FileRange]) -> LandReport:
-        batch, hour = intent["batch"], intent["hour"]
+    def _land_read(self, intent: LandIntent, read: DataFrame, unnumbered: list[files.FileRange]) -> LandReport:
+        batch, hour = intent.batch, intent.hour
 
         @functools.cache
         def as_came() -> DataFrame:  # the batch as it came, planned (its files listed) only for what is quarantined
@@ -308,15 +307,15 @@ class Landing:
             apply.retry_hooks(self.catalog, self.config, table)
         report = LandReport(batch=batch, events_in=sum(g.events for g in groups))
         # only what may hold rows: most batches quarantine nothing, and then no quarantine is written at all
-        quarantine: list[tuple[str | None, DataFrame]] = [(None, self._line_quarantine(as_came()))] if not_events else []
+        quarantine: list[tuple[str | None, DataFrame]] = []
         is_event = F.col("__line_reason").isNull()
         batch_messages = Messages(read.where(is_event), lambda: as_came().where(is_event))
         for topic, topic_groups in _by_topic(groups):
             landed = self._land_topic(topic, topic_groups, batch_messages, intent)
             tombstones = sum(g.events - g.values for g in topic_groups)  # Kafka tombstones
-            if landed is None and "requeue" in intent:  # what is not landed stays in quarantine
+            if landed is None and intent.requeue is not None:  # what is not landed stays in quarantine
                 kept = _with_reason(batch_messages.as_came().where(F.col("__kafka_topic") == topic), NOT_A_ROW_EVENT)
-                quarantine.append((intent["requeue"]["table"], kept))
+                quarantine.append((intent.requeue.table, kept))
             elif landed is None:
                 report.skipped += tombstones + sum(g.values for g in topic_groups)
             else:
@@ -326,9 +325,22 @@ class Landing:
                 if rejected:
                     quarantine.append((landed.table, _decode_rejects(landed.rows_as_came())))
                 quarantine += [(landed.table, frame) for frame in landed.rejected]
+        if not_events:
+            # lines that are no event; one whose topic could be read (its bytes not UTF-8) is filed under its topic's
+            # table when that table is known (created by this batch too), the others as of no table
+            lines = self._line_quarantine(as_came())
+            tables = set(self.catalog.tables())
+            topics = [row[0] for row in read.where(~is_event & F.col("__kafka_topic").isNotNull())
+                      .select("__kafka_topic").distinct().collect()]  # the few topics of such lines
+            placed = {topic: table for topic in topics if (table := table_for_topic(topic, self.config)) in tables}
+            for topic, table in placed.items():
+                quarantine.append((table, lines.where(F.col("__kafka_topic") == topic)))
+            topic_placed = F.coalesce(F.col("__kafka_topic").isin(*placed), F.lit(False)) if placed else F.lit(False)
+            quarantine.append((None, lines.where(~topic_placed)))
         report.quarantined = self._write_quarantine(quarantine, batch)
-        # lines that are no event at all (quarantined as of no table) came in too: in = out + quarantined + skipped
-        report.events_in += report.quarantined.get(UNPLACED, 0)
+        # lines that are no event at all came in too (quarantined, under a table or of none): in = out +
+        # quarantined + skipped
+        report.events_in += not_events
         for table, count in sorted(report.rows_out.items()):
             say(f"  {self.config.database}.{table}: {count} rows landed in batch {batch} (hour {hour})")
         for table, count in sorted(report.quarantined.items()):
@@ -355,7 +367,7 @@ class Landing:
         )
         return [row for row in rows if not row.not_event], sum(row.events for row in rows if row.not_event)
 
-    def _land_topic(self, topic: str, groups: list[Row], messages: Messages, intent: dict) -> TopicRows | None:
+    def _land_topic(self, topic: str, groups: list[Row], messages: Messages, intent: LandIntent) -> TopicRows | None:
         """Decode one topic's events into its table; None when the topic holds no table rows."""
         table = table_for_topic(topic, self.config)
         values = (F.col("__kafka_topic") == topic) & F.col("__has_value")
@@ -373,7 +385,7 @@ class Landing:
             return TopicRows(table, None, None, rejected or [_with_reason(events_as_came(), NO_SCHEMA)], False)
         decoded, decoders, rejected = [], [], []
         for shaped in shapes:
-            outcome = self._decoder(schema, shaped, intent["landed_at"])
+            outcome = self._decoder(schema, shaped, intent.landed_at)
             if isinstance(outcome, str):
                 rejected.append(_with_reason(events_as_came().where(_same_schema(shaped.group)), outcome))
                 continue
@@ -529,7 +541,7 @@ class Landing:
         fields = [Field(f.name, strip_wire(f.schema)) for f in fields]
         return apply.evolve(self.catalog, self.config, schema, fields, key)
 
-    def _write_increment(self, table: str, rows: DataFrame | None, intent: dict) -> tuple[int, int]:
+    def _write_increment(self, table: str, rows: DataFrame | None, intent: LandIntent) -> tuple[int, int]:
         """Write the decoded rows without a reason to the table's increment: (rows written, rows with a reason).
 
         Those with a reason are only counted here, in the same pass: decoding them again for the quarantine
@@ -537,7 +549,7 @@ class Landing:
         batch has none."""
         if rows is None:
             return 0, 0
-        batch, hour = intent["batch"], intent["hour"]
+        batch, hour = intent.batch, intent.hour
         location = self.catalog.paths(table).increment(hour, batch)
         if self.storage.exists(folder_stats(location)):
             return self._kept_increment(table, rows, intent, location)
@@ -563,7 +575,7 @@ class Landing:
         rejected = written_stats.pop("rejected")
         count = written_stats["rows"]
         if count:
-            self.storage.write_json(folder_stats(location), {**written_stats, "landed_at": intent["landed_at"]},
+            self.storage.write_json(folder_stats(location), {**written_stats, "landed_at": intent.landed_at},
                                     overwrite=True)
         else:
             self.storage.delete(location)
@@ -572,7 +584,7 @@ class Landing:
             self._register_increment(table, intent, location)
         return count, rejected
 
-    def _kept_increment(self, table: str, rows: DataFrame, intent: dict, location: str) -> tuple[int, int]:
+    def _kept_increment(self, table: str, rows: DataFrame, intent: LandIntent, location: str) -> tuple[int, int]:
         """A rerun's increment that the interrupted attempt wrote whole (its counts are written after its rows): it
         stays as it is, since once registered a compaction (under its own lock, not this one) may be reading it or
         folding it in; written again, its folder would be gone for a while, then in part."""
@@ -581,8 +593,8 @@ class Landing:
         self._register_increment(table, intent, location)
         return count, rejected
 
-    def _register_increment(self, table: str, intent: dict, location: str) -> None:
-        partition = [("__hour", intent["hour"]), ("__batch", intent["batch"])]
+    def _register_increment(self, table: str, intent: LandIntent, location: str) -> None:
+        partition = [("__hour", intent.hour), ("__batch", intent.batch)]
         self.catalog.add_partitions(increments_table(table), [(partition, location)])
         crashpoints.reached("partitions-added")
 
@@ -622,11 +634,6 @@ class Landing:
             else:
                 self.storage.delete(target)
         return quarantined
-
-
-def _file_ranges(intent: dict) -> list[files.FileRange]:
-    """The planned lines of a files-source batch (none for Kafka or a requeue)."""
-    return [files.FileRange.from_json(r) for r in intent.get("files", [])]
 
 
 def _by_topic(groups: list[Row]) -> list[tuple[str, list[Row]]]:

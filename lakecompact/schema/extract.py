@@ -61,14 +61,19 @@ def _read_avsc(option: str, path: str):
         raise InputFileError(option, path, expected, f"it is not JSON ({exc})") from None
 
 
+def check_avsc_arguments(avsc: str, key_avsc: str | None, table: str | None) -> tuple[dict, dict | None]:
+    """The value and key schemas of `schema --avsc` (key None without --key-avsc), once --table is given and the
+    files are there and JSON: what `run` reads, checked by the command line before a JVM starts."""
+    if not table:
+        raise LakecompactError("schema --avsc: expected --table NAME for the table the schema describes")
+    return _read_avsc("--avsc", avsc), _read_avsc("--key-avsc", key_avsc) if key_avsc else None
+
+
 def run(spark, config: Config, *, avsc: str | None, key_avsc: str | None, table: str | None,
         topic: str | None, dry_run: bool) -> list[TableSchema]:
     """Create (or evolve) the tables, or with dry_run print the DDL. `spark` may be None for a dry run."""
     if avsc:
-        if not table:
-            raise LakecompactError("schema --avsc: expected --table NAME for the table the schema describes")
-        value = _read_avsc("--avsc", avsc)
-        key_schema = _read_avsc("--key-avsc", key_avsc) if key_avsc else None
+        value, key_schema = check_avsc_arguments(avsc, key_avsc, table)
         if key_schema is None and config.table(table.lower()).key is None:
             warn(f"schema {table}: no --key-avsc and no tables.{table.lower()}.key: the table has no key, so it is "
                  "append-only (every event a new row, deletes and updates do not replace rows)")

@@ -7,12 +7,13 @@ goes back to the table's first compaction. It reads files only: on a local wareh
 from __future__ import annotations
 
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from lakecompact.catalog import Catalog
-from lakecompact.compaction.manifest import MARKER_BUCKET, Manifests
+from lakecompact.compaction.manifest import MARKER_BUCKET, ROLLED_BACK, Manifest, Manifests
 from lakecompact.config import Config
 from lakecompact.report import shown
 
@@ -26,6 +27,7 @@ def history(spark: SparkSession | None, config: Config, table: str) -> list[dict
     paths = catalog.paths(table)
     entries = Manifests(catalog.storage, f"{paths.state}/manifests").history()
     current = max((m.version for m, fate in entries if fate == "kept"), default=None)
+    rolled_back_at = _rolled_back_at(catalog, f"{paths.state}/manifests/{ROLLED_BACK}")
     rows = []
     for manifest, fate in entries:
         stats = manifest.stats
@@ -33,6 +35,9 @@ def history(spark: SparkSession | None, config: Config, table: str) -> list[dict
         rows.append({
             "version": manifest.version,
             "state": "current" if fate == "kept" and manifest.version == current else fate,
+            # a version number compacted again after a rollback is in the history twice: this tells them apart
+            "rolled_back_at": (rolled_back_at.get((manifest.version, stats.get("created_at")))
+                               if fate == "rolled back" else None),
             "created_at": stats.get("created_at"),
             "batches": len(manifest.consumed),
             "events_in": stats.get("events_in"),
@@ -47,6 +52,31 @@ def history(spark: SparkSession | None, config: Config, table: str) -> list[dict
     return rows
 
 
+def _rolled_back_at(catalog: Catalog, folder: str) -> dict[tuple[int, str | None], str]:
+    """When each rolled-back manifest was rolled back, by (version, created_at): the time is in its file's name,
+    `<version>-<%Y%m%dT%H%M%S%f, UTC>.json` (Manifests.retire)."""
+    found = {}
+    for name in catalog.storage.list_names(folder):
+        stamp = name.removesuffix(".json").partition("-")[2]
+        if not name.endswith(".json") or not stamp:
+            continue
+        manifest = Manifest.from_json(catalog.storage.read_json(f"{folder}/{name}"))
+        when = datetime.strptime(stamp, "%Y%m%dT%H%M%S%f").replace(tzinfo=UTC).isoformat()
+        found[(manifest.version, manifest.stats.get("created_at"))] = when
+    return found
+
+
+def _state(row: dict[str, Any]) -> str:
+    if row.get("rolled_back_at"):
+        return f"rolled back at {_when(row['rolled_back_at'])}"
+    return row["state"]
+
+
+def _when(iso: str) -> str:
+    """An ISO time as the writers record it (UTC) to the second, as people read it."""
+    return f"{iso[:10]} {iso[11:19]} UTC" if iso.endswith("+00:00") and len(iso) >= 19 else iso
+
+
 def print_history(table: str, rows: list[dict[str, Any]], out=sys.stdout) -> None:
     if not rows:
         print(f"{table}: no base version yet (nothing compacted)", file=out)
@@ -55,7 +85,7 @@ def print_history(table: str, rows: list[dict[str, Any]], out=sys.stdout) -> Non
     for row in rows:
         feed = f"change feed v{row['change_feed']}" if row["change_feed"] is not None else "no change feed"
         print(
-            f"{table} v{row['version']} ({row['state']}): {shown(row['created_at'])}, {row['events_in']} events from "
+            f"{table} v{row['version']} ({_state(row)}): {shown(row['created_at'])}, {row['events_in']} events from "
             f"{row['batches']} batch(es), {row['rows_written']} rows written to {row['buckets_rewritten']} bucket(s)"
             f"{f' and {d} delta(s)' if (d := row['deltas_written']) else ''} "
             f"in {shown(row['seconds'])}s; {shown(row['live_rows'])} live of {shown(row['rows'])} rows; {feed}",

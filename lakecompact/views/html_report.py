@@ -23,7 +23,7 @@ from matplotlib import pyplot
 from matplotlib.ticker import MaxNLocator
 from pyspark.sql import SparkSession
 
-from lakecompact.catalog import Catalog
+from lakecompact.catalog import UNPLACED, Catalog
 from lakecompact.compaction.manifest import Manifests
 from lakecompact.config import Config
 from lakecompact.errors import LakecompactError
@@ -57,10 +57,10 @@ def timeline(files: SparkSession | None, config: Config, table: str) -> dict[str
         if seen is not None:
             compaction_lag.append((written, max(0.0, written.timestamp() - seen / 1000)))
     steps, land_lag = [], []
-    for batch, folder in batch_folders(catalog, paths.increments) + batch_folders(catalog, paths.archive):
+    for batch, folder in batch_folders(catalog, paths.increments):
         counts = folder_counts(catalog, folder)
         landed = _time((counts or {}).get("landed_at"))
-        if landed is None:  # written before lakecompact kept the landing time
+        if landed is None:  # a folder whose land was interrupted before it wrote the counts
             continue
         steps.append((landed, counts["rows"]))
         if batch in consumed_at:
@@ -216,11 +216,14 @@ def render(config: Config, states: list[dict], tables: dict[str, dict[str, Any]]
         reasons = data["reasons"]
         reason_rows = [[r["reason"], r["events"], ", ".join(str(b) for b in r["batches"])] for r in reasons]
         sections.append(
-            f'<h2 id="{html.escape(name)}">{html.escape(config.database)}.{html.escape(name)}</h2>'
+            f'<h2 id="{html.escape(name)}">'
+            + html.escape(f"{UNPLACED}: events of no table" if name == UNPLACED else f"{config.database}.{name}")
+            + "</h2>"
             f'<div class="charts">{"".join(data["charts"])}</div>'
             + (_table(["quarantine reason", "events", "batches"], reason_rows) if reasons else "")
         )
-    state_rows = [[row.get(key) for key, _ in STATE_COLUMNS] for row in states if "base_version" in row]
+    # a name with no table (or the events of no table, UNPLACED) has its quarantine only: "-" where a table has more
+    state_rows = [[row.get(key, "-") for key, _ in STATE_COLUMNS] for row in states]
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>lakecompact: {html.escape(config.database)}</title><style>{STYLE}</style></head><body>"
@@ -240,7 +243,9 @@ def write_report(
     """Write the page to `out`. `files`: None to read a local warehouse from the disk; `spark()` is called only
     when some table has quarantined events (their reasons are read from parquet)."""
     states = status(files, config)
-    known = [table_of(row) for row in states if "base_version" in row]
+    # as `status`: the tables, then the quarantine of names with no table yet and of the events of no table
+    known = [table_of(row) for row in states]
+    tabled = {table_of(row) for row in states if "base_version" in row}
     for name in tables or ():
         if name not in known:
             raise LakecompactError(f"report: unknown table {name!r}; known tables: {', '.join(known) or 'none'}")
@@ -249,10 +254,10 @@ def write_report(
     all_reasons = _reasons(spark(), config) if quarantined else []
     pages = {}
     for name in chosen:
-        versions = history(files, config, name)
         reasons = [r for r in all_reasons if r["table"] == name]
-        pages[name] = {"charts": [*_version_charts(versions), *_time_charts(timeline(files, config, name)),
-                                  _quarantine_chart(reasons)], "reasons": reasons}
+        charts = [*_version_charts(history(files, config, name)), *_time_charts(timeline(files, config, name))] \
+            if name in tabled else []  # no table: its quarantine only
+        pages[name] = {"charts": [*charts, _quarantine_chart(reasons)], "reasons": reasons}
     page = render(config, [r for r in states if table_of(r) in chosen], pages, datetime.now(UTC))
     with open(out, "w", encoding="utf-8") as target:
         target.write(page)

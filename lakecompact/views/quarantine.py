@@ -68,9 +68,17 @@ def print_quarantine(entries: list[dict], table: str | None) -> None:
         for entry in mine:
             say(f"  {entry['events']} x {entry['reason']}")
             for sample in entry["samples"]:
-                where = (f"{sample['topic']}[{sample['partition']}]@{sample['offset']}" if sample["topic"] is not None
-                         else sample["origin"] or "-")
-                say(f"      batch {sample['batch']} {where}: key {_cut(sample['key'])} payload {_cut(sample['payload'])}")
+                say(f"      batch {sample['batch']} {where_from(sample)}: key {_cut(sample['key'])} payload {_cut(sample['payload'])}")
+
+
+def where_from(sample: dict) -> str:
+    """Where a quarantined event came from: `file:line` for a line of the files source (every damaged line, its topic
+    readable or not), else the Kafka coordinates `topic[partition]@offset` (a Kafka source's origin spells the same
+    coordinates `topic/partition@offset`)."""
+    topic, partition, offset, origin = sample["topic"], sample["partition"], sample["offset"], sample["origin"]
+    if origin is not None and (topic is None or origin != f"{topic}/{partition}@{offset}"):
+        return origin
+    return f"{topic}[{partition}]@{offset}" if topic is not None else "-"
 
 
 def _cut(text: str | None) -> str:

@@ -15,8 +15,11 @@ from lakecompact.naming import changes_table
 from lakecompact.report import say
 
 
-def run_sql(spark: SparkSession, config: Config, query: str, out=sys.stdout) -> int:
-    """Print the rows as JSON lines, as `DataFrame.toJSON()` writes them but for timestamps, to the microsecond."""
+def run_sql(spark: SparkSession, config: Config, query: str, out=sys.stdout, fmt: str = "json") -> int:
+    """Print the rows: `json`, one JSON object per row as `DataFrame.toJSON()` writes it but for timestamps (to the
+    microsecond) and nulls (printed, not left out: a reader tells a null from a column not selected); `table`,
+    aligned columns (`null` for a null); `csv`, a header line, then the rows (an empty field is a null, `""` an
+    empty string)."""
     from pyspark.errors import AnalysisException
 
     if spark.catalog.databaseExists(config.database):
@@ -25,13 +28,45 @@ def run_sql(spark: SparkSession, config: Config, query: str, out=sys.stdout) -> 
         frame = spark.sql(query)
     except AnalysisException as exc:  # ParseException is one too
         raise QueryError(str(exc)) from None
-    return print_json_lines(frame, out, "row(s)")
+    if fmt == "json":
+        return print_json_lines(frame, out, "row(s)", nulls=True)
+    if fmt not in ("table", "csv"):
+        raise LakecompactError(f"sql --format: expected json, table or csv, got {fmt!r}")
+    names = frame.columns
+    # by position, as text: two columns of one name stay apart
+    texts = frame.toDF(*[f"_{n}" for n in range(len(names))]).select(
+        *[F.col(f"_{n}").cast("string") for n in range(len(names))])
+    if fmt == "csv":
+        out.write(",".join(_csv_field(name) for name in names) + "\n")
+        count = 0
+        for count, row in enumerate(texts.toLocalIterator(), 1):
+            out.write(",".join(_csv_field(value) for value in row) + "\n")
+    else:
+        rows = [["null" if value is None else value for value in row] for row in texts.collect()]
+        count = len(rows)
+        widths = [max([len(name), *(len(row[n]) for row in rows)]) for n, name in enumerate(names)]
+        for line in [names, ["-" * width for width in widths], *rows]:
+            out.write(" | ".join(value.ljust(width) for value, width in zip(line, widths, strict=True)).rstrip() + "\n")
+    out.flush()
+    print(f"{count} row(s)", file=sys.stderr)
+    return count
 
 
-def print_json_lines(frame, out, noun: str) -> int:
-    """One JSON object per row, streamed from the executors a partition at a time."""
+def _csv_field(value: str | None) -> str:
+    """RFC 4180: quoted when it holds a comma, a quote or a line break; an empty string quoted, a null empty."""
+    if value is None:
+        return ""
+    if value == "" or any(c in value for c in ',"\r\n'):
+        return '"' + value.replace('"', '""') + '"'
+    return value
+
+
+def print_json_lines(frame, out, noun: str, *, nulls: bool = False) -> int:
+    """One JSON object per row, streamed from the executors a partition at a time; `nulls`: a null value is printed
+    (as null), not left out."""
     count = 0
-    for row in frame.select(F.to_json(F.struct("*"), sql.EXACT_JSON_OPTIONS)).toLocalIterator():
+    options = {**sql.EXACT_JSON_OPTIONS, **({"ignoreNullFields": "false"} if nulls else {})}
+    for row in frame.select(F.to_json(F.struct("*"), options)).toLocalIterator():
         out.write(row[0] + "\n")
         count += 1
     out.flush()

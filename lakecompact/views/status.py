@@ -101,7 +101,8 @@ def batch_folders(catalog: Catalog, root: str) -> list[tuple[tuple[str, int], st
 
 
 def folder_counts(catalog: Catalog, folder: str) -> dict[str, Any] | None:
-    """The counts file of an increment or quarantine batch folder (None: written before lakecompact kept one)."""
+    """The counts file of an increment or quarantine batch folder (None: none yet, its write was interrupted
+    before the counts, which come after the rows)."""
     path = folder_stats(folder)
     return catalog.storage.read_json(path) if catalog.storage.exists(path) else None
 

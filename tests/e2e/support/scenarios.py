@@ -228,7 +228,7 @@ def crash_landing_mid_batch(spark, config) -> dict:
     def write_then_crash(self, table, rows, intent):
         original(self, table, rows, intent)  # written and registered in the metastore ...
         calls.append(table)
-        raise Crash(f"crash after writing {table} in batch {intent['batch']}")  # ... then the process dies
+        raise Crash(f"crash after writing {table} in batch {intent.batch}")  # ... then the process dies
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(land_module.Landing, "_write_increment", write_then_crash)

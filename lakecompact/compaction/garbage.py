@@ -1,0 +1,51 @@
+"""Garbage collection after a compaction: the base keeps its last `keep_versions` versions, the change feed the
+same versions (docs/change-feed.md "How long versions stay"); folders no kept manifest refers to go."""
+
+from __future__ import annotations
+
+from lakecompact.catalog import Catalog, TablePaths
+from lakecompact.compaction.manifest import Manifest, Manifests
+from lakecompact.schema.model import CHANGE_PARTITION
+
+
+def collect_garbage(
+    catalog: Catalog, paths: TablePaths, manifests: Manifests, changes_table: str, keep_versions: int, current: Manifest
+) -> None:
+    """Keep the last `keep_versions` versions; delete folders no kept manifest refers to, and unfinished versions."""
+    storage = catalog.storage
+    versions = manifests.versions()
+    keep = versions[-keep_versions:]
+    for old in versions[:-keep_versions]:
+        manifests.expire(old)
+    referenced = {(v, b) for m in (manifests.read(k) for k in keep) for b, v in m.buckets.items()}
+    collect_changes(catalog, paths, changes_table, set(keep) | {current.version})
+    for name in storage.list_names(paths.base):
+        if not name.startswith("v="):
+            continue
+        version = int(name[2:])
+        folder = paths.base_version(version)
+        if version > current.version:  # written by a crashed run that never wrote its manifest
+            storage.delete(folder)
+            continue
+        buckets = [n for n in storage.list_names(folder) if n.startswith("__bucket=")]
+        unreferenced = [n for n in buckets if (version, int(n[len("__bucket="):])) not in referenced]
+        if len(unreferenced) == len(buckets) and version != current.version:
+            storage.delete(folder)
+            continue
+        for bucket_dir in unreferenced:
+            storage.delete(f"{folder}/{bucket_dir}")
+
+
+def collect_changes(catalog: Catalog, paths: TablePaths, changes_table: str, kept: set[int]) -> None:
+    """The feed keeps the versions the base keeps (docs/change-feed.md "How long versions stay")."""
+    storage = catalog.storage
+    for name in storage.list_names(paths.changes_staging_root):
+        if name.startswith("v=") and int(name[2:]) not in kept:
+            storage.delete(paths.changes_staging(int(name[2:])))
+    dropped = []
+    for name in storage.list_names(paths.changes_root):
+        # above the current version: a crashed compaction's feed, written in place before its manifest
+        if name.startswith("v=") and int(name[2:]) not in kept:
+            dropped.append(int(name[2:]))
+            storage.delete(paths.changes(int(name[2:])))
+    catalog.drop_partitions(changes_table, [[(CHANGE_PARTITION[0], v)] for v in dropped])

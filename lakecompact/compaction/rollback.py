@@ -1,0 +1,71 @@
+"""`lakecompact rollback`: back one base version at a time (docs/design.md "Rollback protocol"). The version's
+increments become pending again, then the base points at the version before; under the table's compaction lock."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from lakecompact.compaction.archive import require_archived
+from lakecompact.compaction.manifest import Manifest
+from lakecompact.errors import RollbackError
+from lakecompact.report import say, seconds_since
+from lakecompact.schema.model import CHANGE_PARTITION
+
+if TYPE_CHECKING:
+    from lakecompact.compaction.compact import Compactor
+
+
+def roll_back_one(compactor: Compactor) -> int:
+    """Back one version: its increments become pending again, then the base points at the version before; the
+    version now."""
+    started = time.monotonic()
+    storage, paths, catalog = compactor.storage, compactor.paths, compactor.catalog
+    with compactor.lock():
+        current = compactor.converge()
+        earlier = [v for v in compactor.manifests.versions() if v < current.version]
+        if earlier:
+            previous = compactor.manifests.read(earlier[-1])
+        elif current.version == 1:
+            previous = Manifest(0, {}, current.bucket_count)
+        else:
+            raise RollbackError(
+                f"table {compactor.table} is at base v{current.version} with no earlier version kept "
+                f"(keep_versions = {compactor.settings.keep_versions})"
+            )
+        require_archived(storage, paths, compactor.table, current, previous)
+        # until the manifest is retired, a crash must leave recovery to do (drop the batches from the increments
+        # again), or the next compaction would take them as pending and apply them twice
+        storage.delete(paths.finished)
+        restored = [([("__hour", hour), ("__batch", batch)], paths.increment(hour, batch))
+                    for hour, batch in current.consumed]
+        catalog.add_partitions(compactor.increments_table, restored)
+        compactor.manifests.retire(current.version)
+        compactor._point_base_at(previous)
+        # the folder first: a feed folder on disk is a published version (a schema change registers it again)
+        storage.delete(paths.changes(current.version))
+        catalog.drop_partitions(compactor.changes_table, [[(CHANGE_PARTITION[0], current.version)]])
+        storage.delete(paths.base_version(current.version))
+    say(
+        f"rollback {compactor.table}: base v{current.version} -> v{previous.version}; {len(restored)} batch(es) "
+        f"pending again, in {seconds_since(started)}"
+    )
+    return previous.version
+
+
+def roll_back(compactor: Compactor, to_version: int | None = None) -> int:
+    """Back one base version, or (`to_version`) back to that version, one version at a time; the version now."""
+    if to_version is None:
+        return roll_back_one(compactor)
+    kept = compactor.manifests.versions()
+    current = kept[-1] if kept else 0
+    reachable = ([0] if 1 in kept else []) + [v for v in kept if v < current]
+    if to_version != current and to_version not in reachable:
+        raise RollbackError(
+            f"table {compactor.table} is at base v{current} and can go back to "
+            f"{', '.join(f'v{v}' for v in reachable) or 'no version'} (keep_versions = "
+            f"{compactor.settings.keep_versions}), not v{to_version}"
+        )
+    while current > to_version:
+        current = roll_back_one(compactor)
+    return current

@@ -1,0 +1,63 @@
+"""A land's intent: the batch's input, fixed in `_state/land-intent.json` before anything of the batch is written,
+so that a rerun lands the same input into the same folders (docs/design.md "Landing protocol")."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from lakecompact.landing.files import FileRange
+
+
+@dataclass(frozen=True)
+class Requeue:
+    """A table's quarantine folders, landed again as a batch of their own."""
+
+    table: str
+    folders: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LandIntent:
+    """Batch `batch`'s input: file line ranges, Kafka offset ranges or requeued quarantine folders (one of them)."""
+
+    batch: int
+    hour: str  # the increment's hour partition, yyyymmddhh (UTC)
+    landed_at: str  # ISO 8601 (UTC), kept in the increment's counts
+    files: tuple[FileRange, ...] | None = None
+    kafka: dict[str, dict[str, int]] | None = None  # {"topic:partition": {"start": s, "end": e}}, end exclusive
+    requeue: Requeue | None = None
+
+    @classmethod
+    def new(cls, batch: int, now: datetime | None = None) -> LandIntent:
+        """Batch `batch`, landed `now` (default: now), its input not yet named."""
+        now = now or datetime.now(UTC)
+        return cls(batch=batch, hour=now.strftime("%Y%m%d%H"), landed_at=now.isoformat())
+
+    def reading(self, **source: Any) -> LandIntent:
+        """This intent with its input: `files=`, `kafka=` or `requeue=`."""
+        return dataclasses.replace(self, **source)
+
+    def to_json(self) -> dict[str, Any]:
+        raw: dict[str, Any] = {"batch": self.batch, "hour": self.hour, "landed_at": self.landed_at}
+        if self.files is not None:
+            raw["files"] = [r.to_json() for r in self.files]
+        if self.kafka is not None:
+            raw["kafka"] = self.kafka
+        if self.requeue is not None:
+            raw["requeue"] = {"table": self.requeue.table, "folders": list(self.requeue.folders)}
+        return raw
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> LandIntent:
+        requeue = raw.get("requeue")
+        return cls(
+            batch=raw["batch"],
+            hour=raw["hour"],
+            landed_at=raw["landed_at"],
+            files=None if "files" not in raw else tuple(FileRange.from_json(r) for r in raw["files"]),
+            kafka=raw.get("kafka"),
+            requeue=None if requeue is None else Requeue(requeue["table"], tuple(requeue["folders"])),
+        )
