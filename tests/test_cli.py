@@ -1,55 +1,20 @@
-"""The command line: clear errors for a bad config, and the helpers of the tests that run `lakecompact` processes
-(the contract itself, `land|compact|sql|status|views` on one history, is in test_kill9.py: each process costs a
-JVM, so one history checks both)."""
+"""The command line: clear errors for a bad config (the helpers of the tests that run `lakecompact` processes are
+in tests/support/cli.py; the contract itself, `land|compact|sql|status|views` on one history, is in test_kill9.py:
+each process costs a JVM, so one history checks both)."""
 
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
-from datetime import date
-from pathlib import Path
 
 import pytest
 
 from lakecompact.cli import COMMANDS, _parser, main
 from lakecompact.errors import MissingFile, as_missing_file
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def lakecompact(config: Path, *args: str, kill_at: str | None = None) -> subprocess.CompletedProcess:
-    """One `lakecompact` process; with kill_at, it kills itself (SIGKILL) after that step (crashpoints.py)."""
-    env = {**os.environ, "LAKECOMPACT_SPARK_LOG_LEVEL": "ERROR"}
-    env.pop("LAKECOMPACT_KILL_AT", None)
-    if kill_at:
-        env["LAKECOMPACT_KILL_AT"] = kill_at
-    return subprocess.run(
-        [sys.executable, "-m", "lakecompact", "--config", str(config), *args],
-        check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
-    )
-
-
-# what the JVM prints as Spark 4 starts it (--add-modules jdk.incubator.vector), before any command of ours runs
-JVM_INCUBATOR_WARNING = "WARNING: Using incubator modules: jdk.incubator.vector"
-
-
-def minimal_config(tmp_path: Path, extra: str = "") -> Path:
-    config = tmp_path / "lakecompact.toml"
-    config.write_text(
-        f'warehouse = "{tmp_path / "warehouse"}"\n'
-        'database  = "lake"\n'
-        f"{extra}"
-        "[source]\n"
-        'kind  = "files"\n'
-        f'paths = ["{tmp_path / "events"}/*.jsonl"]\n'
-    )
-    return config
-
-
-def days(d: date) -> int:
-    return (d - date(1970, 1, 1)).days
+from tests.support.cli import (
+    JVM_INCUBATOR_WARNING,
+    lakecompact,
+    minimal_config,
+)
 
 
 @pytest.mark.parametrize(

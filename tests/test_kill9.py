@@ -11,24 +11,17 @@ import json
 import signal
 import subprocess
 from datetime import date
-from pathlib import Path
 
 import pytest
 import sqlglot
 
 from lakecompact.crashpoints import STEPS
-from tests.support.debezium import DATE, INT, TEXT, Topic, decimal, decimal_wire, write_kcat
+from tests.support.cli import ROOT, minimal_config, sql_lines
+from tests.support.cli import lakecompact as run
+from tests.support.debezium import DATE, INT, TEXT, Topic, days, decimal, decimal_wire, write_kcat
 from tests.support.layout import archived_batches, batch_folders, unconsumed_batches
-from tests.test_cli import ROOT, days, minimal_config
-from tests.test_cli import lakecompact as run
 
 pytestmark = pytest.mark.spark
-
-
-def sql_lines(config: Path, query: str) -> list[str]:
-    result = run(config, "sql", query)
-    assert result.returncode == 0, result.stderr
-    return result.stdout.splitlines()
 
 
 def killed(result: subprocess.CompletedProcess) -> bool:
@@ -55,10 +48,10 @@ def test_the_command_line_contract_with_kills_inside_land_and_compact(tmp_path):
         pg.event("d", {"id": 3, "name": "c", "price": decimal_wire("1", 2), "day": days(date(2024, 1, 4))}, 50),
         pg.tombstone({"id": 3}),
     ])
-    # exactly what DataFrame.toJSON() writes: column order, decimals as numbers, null fields left out
+    # exactly what `sql` prints: column order, decimals as numbers, a null printed as null (not left out)
     expected = [
         '{"id":1,"name":"a2","price":-3.10,"day":"2024-02-01","__op":"u","__deleted":false}',
-        '{"id":2,"price":0.99,"day":"2024-01-03","__op":"c","__deleted":false}',
+        '{"id":2,"name":null,"price":0.99,"day":"2024-01-03","__op":"c","__deleted":false}',
     ]
     query = "SELECT id, name, price, day, __op, __deleted FROM lake.public_items ORDER BY id"
 

@@ -22,10 +22,10 @@ import pytest
 
 from lakecompact.crashpoints import STEPS
 from tests.semantics.reference import expected_view
+from tests.support.cli import ROOT, process_env
 from tests.support.databases import database_name, lake_config
 from tests.support.layout import archived_batches, batch_folders, unconsumed_batches
-from tests.test_cli import ROOT
-from tests.test_run import Source, deliver
+from tests.support.source import Source, deliver
 
 pytestmark = [pytest.mark.soak, pytest.mark.spark]
 
@@ -49,12 +49,8 @@ class Lake:
         self.rounds = 0
 
     def start(self, *args: str, kill_at: str | None = None) -> subprocess.Popen:
-        env = {**os.environ, "LAKECOMPACT_SPARK_LOG_LEVEL": "ERROR"}
-        env.pop("LAKECOMPACT_KILL_AT", None)
-        if kill_at:
-            env["LAKECOMPACT_KILL_AT"] = kill_at
         return subprocess.Popen([sys.executable, "-m", "lakecompact", "--config", str(self.config), *args],
-                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                cwd=ROOT, env=process_env(kill_at), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)  # its own process group: the JVM dies with it
 
     def run(self, *args: str, kill_at: str | None = None, kill_after: float | None = None) -> subprocess.CompletedProcess:

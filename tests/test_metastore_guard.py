@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import ROOT, minimal_config
+from tests.support.cli import ROOT, minimal_config
 
 HOLDER = """
 import sys

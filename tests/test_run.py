@@ -6,80 +6,23 @@ stopped by SIGTERM: it exits 0, and every view equals the reference model of the
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
-import socket
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.semantics.reference import expected_view
-from tests.support.debezium import INT, PLACEHOLDER, TEXT, Topic, write_kcat
-from tests.test_cli import ROOT, minimal_config
-from tests.test_cli import lakecompact as command
+from tests.support.cli import minimal_config, read_views, start_run
+from tests.support.ports import free_port
+from tests.support.source import Source, deliver
 
 pytestmark = pytest.mark.spark
 
 TABLES = {"public_alpha": "run.public.alpha", "public_beta": "run.public.beta"}
-DELETE_BEFORE = {"note": "", "qty": 0}  # REPLICA IDENTITY DEFAULT: the key, other columns at their defaults
-
-
-class Source:
-    """One table's changes in source order, the kcat lines that deliver them, and the model's events."""
-
-    def __init__(self, topic: str, rng: random.Random):
-        self.topic = Topic(topic, [("id", INT), ("note", TEXT), ("qty", INT)], ["id"])
-        self.rng = rng
-        self.model: list[dict] = []
-        self.live: set[int] = set()  # keys with a row at the source now
-
-    def change(self, key: int, position: int) -> list[dict]:
-        """One random change of a key at a position (LSN): its line(s), and the change in the model."""
-        if key not in self.live:
-            op, row = "c", {"note": f"n{key}-{position}", "qty": self.rng.randint(0, 9)}
-            self.live.add(key)
-        elif self.rng.random() < 0.25:
-            op, row = "d", DELETE_BEFORE
-            self.live.discard(key)
-        else:  # an update that leaves the TOASTed note unchanged sends the placeholder instead
-            note = PLACEHOLDER if self.rng.random() < 0.4 else f"n{key}-{position}"
-            op, row = "u", {"note": note, "qty": self.rng.randint(0, 9)}
-        self.model.append({"op": op, "id": key, "row": row, "position": position, "arrival": 0})
-        lines = [self.topic.event(op, {"id": key, **row}, position, 1_700_000_000_000 + position)]
-        return lines + ([self.topic.tombstone({"id": key})] if op == "d" else [])
-
-    def redelivered(self, line: dict, same_offset: bool) -> dict:
-        """A line sent again: read again at its offset, or re-sent as a new message (a connector restart)."""
-        if same_offset:
-            return dict(line)
-        return self.topic.line(line["key"], line["payload"])
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def deliver(folder: Path, name: str, lines: list[dict]) -> None:
-    """A whole file appears at once (written aside, then renamed into the source's glob)."""
-    write_kcat(folder / f".{name}.part", lines)
-    os.replace(folder / f".{name}.part", folder / f"{name}.jsonl")
-
-
-def start_run(config: Path, kill_at: str | None = None) -> subprocess.Popen:
-    env = {**os.environ, "LAKECOMPACT_SPARK_LOG_LEVEL": "ERROR"}
-    env.pop("LAKECOMPACT_KILL_AT", None)
-    if kill_at:
-        env["LAKECOMPACT_KILL_AT"] = kill_at
-    return subprocess.Popen([sys.executable, "-m", "lakecompact", "--config", str(config), "run"], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def scrape(port: int) -> dict[tuple[str, str], float]:
@@ -189,15 +132,3 @@ def test_run_lands_and_compacts_on_its_own_is_watched_and_stops_on_sigterm(tmp_p
     seen = read_views(config, "lake", TABLES)
     for table, source in sources.items():
         assert seen[table] == expected_view(source.model), table
-
-
-def read_views(config: Path, database: str, tables) -> dict[str, dict[int, dict]]:
-    """Each table's view as a `sql` process reads it: {table: {id: row}}, as the reference model gives it."""
-    query = " UNION ALL ".join(f"SELECT '{t}' AS t, id, note, qty FROM `{database}`.{t}" for t in tables)
-    read = command(config, "sql", query)
-    assert read.returncode == 0, read.stderr
-    seen: dict[str, dict] = {t: {} for t in tables}
-    for line in read.stdout.splitlines():
-        row = json.loads(line)
-        seen[row.pop("t")][row["id"]] = {"id": row["id"], "note": row.get("note"), "qty": row.get("qty")}
-    return seen

@@ -16,8 +16,8 @@ import pytest
 
 from lakecompact import config as config_module
 from lakecompact.errors import ConfigError
+from tests.support.cli import lakecompact
 from tests.support.debezium import INT, TEXT, Topic, write_kcat
-from tests.test_cli import lakecompact
 
 pytestmark = pytest.mark.spark
 

@@ -5,39 +5,16 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 from pyspark.sql import functions as F
 
 from lakecompact.catalog import Catalog
+from tests.support.buckets import bucket_locations, files_of, table_dir
 from tests.support.debezium import INT, TEXT, Topic
 
 T = "public_items"
 BUCKETS = 8
 KEYS = range(1, 201)
-
-
-def table_dir(lake) -> Path:
-    return lake.tmp / "warehouse" / lake.database / T
-
-
-def bucket_locations(lake) -> dict[int, str]:
-    """Where the metastore's `<t>_base` partitions point, per bucket."""
-    name = f"`{lake.database}`.`{T}_base`"
-    buckets = [int(r[0].split("=")[1]) for r in lake.spark.sql(f"SHOW PARTITIONS {name}").collect()]
-    locations = {}
-    for bucket in buckets:
-        rows = lake.spark.sql(f"DESCRIBE FORMATTED {name} PARTITION (__bucket = {bucket})").collect()
-        locations[bucket] = next(r.data_type for r in rows if r.col_name == "Location")
-    return locations
-
-
-def files_of(lake, version: int) -> dict[int, dict[str, int]]:
-    """bucket -> {parquet file path: modification time (ns)} under base/v=<version>."""
-    found: dict[int, dict[str, int]] = {}
-    for f in (table_dir(lake) / "base" / f"v={version}").glob("__bucket=*/*.parquet"):
-        found.setdefault(int(f.parent.name.split("=")[1]), {})[str(f)] = f.stat().st_mtime_ns
-    return found
 
 
 def bucket_of_keys(lake) -> dict[int, int]:
@@ -61,9 +38,9 @@ def test_second_compaction_rewrites_only_the_touched_buckets(lake, monkeypatch):
 
     bucket = bucket_of_keys(lake)
     assert sorted(set(bucket.values())) == list(range(BUCKETS))
-    before_files = files_of(lake, 1)
+    before_files = files_of(lake, T, 1)
     assert sorted(before_files) == list(range(BUCKETS))
-    assert all(loc.rstrip("/").endswith(f"/v=1/__bucket={b}") for b, loc in bucket_locations(lake).items())
+    assert all(loc.rstrip("/").endswith(f"/v=1/__bucket={b}") for b, loc in bucket_locations(lake, T).items())
 
     # a few keys, in two buckets: an update, a delete, and an update of another key of the first bucket
     first_bucket = [k for k in KEYS if bucket[k] == bucket[1]]
@@ -94,17 +71,17 @@ def test_second_compaction_rewrites_only_the_touched_buckets(lake, monkeypatch):
     assert view_state(lake) == state
 
     # the untouched buckets' files are the very same files, not rewritten
-    after_v1 = files_of(lake, 1)
+    after_v1 = files_of(lake, T, 1)
     for b in untouched:
         assert after_v1[b] == before_files[b]
-    assert sorted(files_of(lake, 2)) == sorted(touched)
+    assert sorted(files_of(lake, T, 2)) == sorted(touched)
 
     # the metastore points the untouched buckets at v1 still, the touched ones at v2
-    locations = bucket_locations(lake)
+    locations = bucket_locations(lake, T)
     assert sorted(locations) == list(range(BUCKETS))
     for b, location in locations.items():
         assert location.rstrip("/").endswith(f"/v={2 if b in touched else 1}/__bucket={b}"), (b, location)
-    manifest = json.loads((table_dir(lake) / "_state" / "manifests" / f"{2:012d}.json").read_text())
+    manifest = json.loads((table_dir(lake, T) / "_state" / "manifests" / f"{2:012d}.json").read_text())
     assert manifest["buckets"] == {str(b): 2 if b in touched else 1 for b in range(BUCKETS)}
 
     # every key once in the base (the delete as a soft-deleted row), in the bucket it hashes to

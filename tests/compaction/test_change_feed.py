@@ -6,12 +6,12 @@ import pytest
 
 from lakecompact.compaction import compact
 from tests.support.debezium import DOUBLE, INT, MICRO_TS, PLACEHOLDER, TEXT, Topic
+from tests.support.rows import row_maker
 
 COLUMNS = [("id", INT), ("note", TEXT), ("qty", INT)]
 
 
-def _row(i, note, qty):
-    return {"id": i, "note": note, "qty": qty}
+_row = row_maker("id", "note", "qty")
 
 
 def _history(topic):

@@ -10,7 +10,7 @@ from lakecompact.compaction import compact as compact_module
 from lakecompact.config import TableConfig
 from lakecompact.schema.model import DELTA_BUCKETS_FROM
 from lakecompact.views.status import status
-from tests.compaction.test_buckets import bucket_locations, files_of
+from tests.support.buckets import bucket_locations, files_of
 from tests.support.debezium import INT, TEXT, Topic
 
 T = "public_items"
@@ -53,7 +53,7 @@ def test_a_small_change_writes_deltas_and_a_large_one_folds_them_in(lake, monkey
     lake.land()
     [first] = lake.compact()
     assert (first.buckets_rewritten, first.deltas_written) == (BUCKETS, 0)  # nothing to shadow yet
-    v1_files = files_of(lake, 1)
+    v1_files = files_of(lake, T, 1)
 
     # v2: 10 updates, 5 deletes, 3 inserts (about 9 events per bucket of about 100 rows): deltas
     updated, deleted, inserted = list(range(1, 11)), list(range(11, 16)), [201, 202, 203]
@@ -74,8 +74,8 @@ def test_a_small_change_writes_deltas_and_a_large_one_folds_them_in(lake, monkey
     assert counts(lake) == (203, 198)
     assert changes(lake, 2) == {"u": updated, "d": deleted, "i": inserted}
     # the buckets' files are untouched; the deltas are partitions of `<t>_base` beside them
-    assert files_of(lake, 1) == v1_files
-    locations = bucket_locations(lake)
+    assert files_of(lake, T, 1) == v1_files
+    locations = bucket_locations(lake, T)
     assert sorted(locations) == [0, 1, DELTA_BUCKETS_FROM, DELTA_BUCKETS_FROM + 1]
     for b, location in locations.items():
         assert location.rstrip("/").endswith(f"/v={1 if b < DELTA_BUCKETS_FROM else 2}/__bucket={b}"), (b, location)
@@ -101,12 +101,12 @@ def test_a_small_change_writes_deltas_and_a_large_one_folds_them_in(lake, monkey
     assert view_state(lake) == state
     assert base_state(lake) == v3_base | {i: (False, f"n{i} v4") for i in range(101, 181)}
     assert counts(lake) == (203, 198)
-    assert sorted(bucket_locations(lake)) == [0, 1]  # the deltas folded in: their partitions are gone
+    assert sorted(bucket_locations(lake, T)) == [0, 1]  # the deltas folded in: their partitions are gone
     assert lake.rows(f"SELECT COUNT(*) AS n FROM `{lake.database}`.`{T}_base` WHERE __op <> 't'") == [{"n": 203}]
 
     # back to v3: the deltas are partitions again, and the rolled-back change is pending
     assert lake.rollback(T) == 3
-    assert sorted(bucket_locations(lake)) == [0, 1, DELTA_BUCKETS_FROM, DELTA_BUCKETS_FROM + 1]
+    assert sorted(bucket_locations(lake, T)) == [0, 1, DELTA_BUCKETS_FROM, DELTA_BUCKETS_FROM + 1]
     assert base_state(lake) == v3_base
     assert view_state(lake) == state
     assert counts(lake) == (203, 198)
@@ -135,4 +135,4 @@ def test_hard_deletes_rewrite_whole_buckets(lake):
 def test_merge_on_read_is_off_by_default(lake):
     second = one_bucket_then_one_event(lake, {}, "u", "n1 v2")
     assert (second.buckets_rewritten, second.deltas_written) == (1, 0)
-    assert sorted(bucket_locations(lake)) == [0]
+    assert sorted(bucket_locations(lake, T)) == [0]

@@ -10,9 +10,9 @@ import random
 import pytest
 
 from tests.semantics.reference import expected_view
+from tests.support.cli import lakecompact as command
 from tests.support.databases import database_name, lake_config
-from tests.test_cli import lakecompact as command
-from tests.test_run import Source, deliver
+from tests.support.source import Source, deliver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 

@@ -10,10 +10,11 @@ import subprocess
 import pytest
 
 from tests.semantics.reference import expected_view
+from tests.support.cli import lakecompact as command
+from tests.support.cli import read_views
 from tests.support.crash import stop_at
 from tests.support.databases import database_name, lake_config
-from tests.test_cli import lakecompact as command
-from tests.test_run import Source, deliver, read_views
+from tests.support.source import Source, deliver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from tests.e2e.test_stack_s3_cluster import _result, _s3a_conf, _spark_env, st  # noqa: F401 - st: the fixture
+from tests.e2e.support.s3_spark import result_of, s3a_conf, spark_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
@@ -79,17 +79,17 @@ print("RESULT " + json.dumps(result), flush=True)
 """
 
 
-def _run(st, tmp_path, mode: str, **conf: str) -> tuple[dict, str]:  # noqa: F811 - st: the fixture
+def _run(st, tmp_path, mode: str, **conf: str) -> tuple[dict, str]:
     script = tmp_path / "locks.py"
     script.write_text(SCRIPT)
     root = f"s3a://{st.S3_BUCKET}/locks-{uuid.uuid4().hex[:10]}"
-    run = subprocess.run([sys.executable, str(script), root, json.dumps({**_s3a_conf(st), **conf}), mode],
-                         capture_output=True, text=True, env=_spark_env(), cwd=tmp_path, timeout=300, check=False)
+    run = subprocess.run([sys.executable, str(script), root, json.dumps({**s3a_conf(st), **conf}), mode],
+                         capture_output=True, text=True, env=spark_env(), cwd=tmp_path, timeout=300, check=False)
     assert run.returncode == 0, run.stderr[-4000:]
-    return _result(run.stdout), run.stderr
+    return result_of(run.stdout), run.stderr
 
 
-def test_locks_on_an_object_store_are_exclusive_renewed_and_taken_over_only_when_stale(st, tmp_path):  # noqa: F811
+def test_locks_on_an_object_store_are_exclusive_renewed_and_taken_over_only_when_stale(st, tmp_path):
     result, stderr = _run(st, tmp_path, "locks")
     assert result["owner"].startswith("pid ")
     assert result["second"].startswith("table t is being compacted") and result["owner"] in result["second"]
@@ -103,7 +103,7 @@ def test_locks_on_an_object_store_are_exclusive_renewed_and_taken_over_only_when
     assert "has not renewed its lease for" in stderr and "taking it over" in stderr
 
 
-def test_a_store_without_conditional_writes_is_one_clear_line(st, tmp_path):  # noqa: F811
+def test_a_store_without_conditional_writes_is_one_clear_line(st, tmp_path):
     result, _ = _run(st, tmp_path, "refused", **{"spark.hadoop.fs.s3a.create.conditional.enabled": "false"})
     assert "held" not in result
     assert result["error"].startswith("the object store of s3a://") and "does not take conditional writes" in result["error"]

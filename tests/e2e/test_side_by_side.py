@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from tests.semantics.reference import expected_view
+from tests.support.cli import ROOT, read_views
 from tests.support.crash import stop_at
 from tests.support.databases import database_name, lake_config
-from tests.test_cli import ROOT
-from tests.test_run import Source, deliver, read_views
+from tests.support.source import Source, deliver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 

@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from tests.semantics.reference import expected_view
+from tests.support.cli import lakecompact as command
+from tests.support.cli import read_views
 from tests.support.crash import stop_at
 from tests.support.databases import database_name, lake_config
 from tests.support.layout import archived_batches, batch_folders
-from tests.test_cli import lakecompact as command
-from tests.test_run import Source, read_views
+from tests.support.source import Source
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 

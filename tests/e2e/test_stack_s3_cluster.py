@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import os
 import subprocess
 import sys
 import uuid
@@ -19,60 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import load_stack_module
+from tests.e2e.support.s3_spark import result_of, s3a_conf, spark_env, spark_submit
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
 RUN = uuid.uuid4().hex[:10]  # this run's prefix in the bucket
-
-
-@pytest.fixture(scope="module")
-def st():
-    """The stack module with its S3 server and Spark cluster up; what this module started is stopped after it
-    (unless LAKECOMPACT_KEEP_STACK=1)."""
-    stack = load_stack_module()
-    missing = [str(d) for d in (stack.S3PROXY_JARS, stack.S3A_JARS_DIR) if not any(d.glob("*.jar"))]
-    if missing:
-        msg = "s3 jars not installed (missing: " + ", ".join(missing) + "): run scripts/stack/install.sh"
-        if os.environ.get("LAKECOMPACT_E2E_REQUIRED") == "1":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    status = stack.status()
-    started = [c for c in ("s3", "cluster") if not status[c]["ready"]]
-    stack.up(components=["s3", "cluster"])
-    yield stack
-    if started and os.environ.get("LAKECOMPACT_KEEP_STACK") != "1":
-        stack.down(started)
-
-
-def _spark_env() -> dict[str, str]:
-    """The environment of a Spark driver process: loopback only; its executors get no Python."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_SUBMIT_ARGS", "SPARK_CONF_DIR")}
-    env.update(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_DRIVER_PYTHON=sys.executable, PYSPARK_PYTHON="/nonexistent/python")
-    return env
-
-
-def _conf_args(conf: dict[str, str]) -> list[str]:
-    return [arg for k, v in conf.items() for arg in ("--conf", f"{k}={v}")]
-
-
-def _s3a_conf(stack) -> dict[str, str]:
-    jars = ":".join(stack.s3a_jars())  # on the class path: the SDK bundle is not copied into each executor
-    return {"spark.driver.extraClassPath": jars, "spark.executor.extraClassPath": jars,
-            "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1", "spark.ui.enabled": "false",
-            "spark.sql.shuffle.partitions": "2", **stack.s3_spark_conf()}
-
-
-def _spark_submit(stack, script: Path, *args: str) -> list[str]:
-    """spark-submit (client mode) on the stack's cluster; the command line."""
-    return [str(stack.spark_home() / "bin" / "spark-submit"), "--master", stack.SPARK_MASTER_URL,
-            "--deploy-mode", "client", "--conf", "spark.executor.memory=1g",
-            *_conf_args(_s3a_conf(stack)), str(script), *args]
-
-
-def _result(stdout: str) -> dict:
-    [line] = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
-    return json.loads(line.removeprefix("RESULT "))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -114,11 +64,11 @@ def test_conditional_create_through_s3a_in_pyspark(st, tmp_path):
     url = f"s3a://{st.S3_BUCKET}/{key}"
     script = tmp_path / "session.py"
     script.write_text(LOCAL_SESSION.format(stack_dir=str(Path(st.__file__).parent)))
-    conf = _s3a_conf(st)
+    conf = s3a_conf(st)
     run = subprocess.run([sys.executable, str(script), url, json.dumps(conf)], check=False, capture_output=True, text=True,
-                         env=_spark_env(), cwd=tmp_path, timeout=300)
+                         env=spark_env(), cwd=tmp_path, timeout=300)
     assert run.returncode == 0, run.stderr[-4000:]
-    result = _result(run.stdout)
+    result = result_of(run.stdout)
     assert result["capability"] is True
     assert result["read"] == ["first"]
     # the second conditional create of the key is refused by S3 (412), and the object is left as it was
@@ -208,10 +158,10 @@ def test_spark_submit_writes_parquet_on_s3a_without_python_on_executors(st, tmp_
     script = tmp_path / "job.py"
     script.write_text(CLUSTER_JOB)
     out = f"s3a://{st.S3_BUCKET}/{RUN}/cluster/table"
-    run = subprocess.run(_spark_submit(st, script, out, "1000", "4", "0", "udf"),
-                         check=False, capture_output=True, text=True, env=_spark_env(), cwd=tmp_path, timeout=300)
+    run = subprocess.run(spark_submit(st, script, out, "1000", "4", "0", "udf"),
+                         check=False, capture_output=True, text=True, env=spark_env(), cwd=tmp_path, timeout=300)
     assert run.returncode == 0, run.stderr[-4000:]
-    result = _result(run.stdout)
+    result = result_of(run.stdout)
     assert result["count"] == 1000 and result["ids"] == list(range(1000))
     assert result["by_k"] == [[k, len(range(k, 1000, 7))] for k in range(7)]
     assert result["s"] == ["row-0", "row-1", "row-2"]
@@ -231,8 +181,8 @@ def test_job_survives_a_killed_worker(st, tmp_path):
     rows, partitions = 24, 8  # 8 tasks of 3 rows of 0.5 s each: ~6 s on the two 1-core workers
     stdout, stderr = tmp_path / "stdout", tmp_path / "stderr"
     with open(stdout, "w") as out_file, open(stderr, "w") as err_file:
-        job = subprocess.Popen(_spark_submit(st, script, out, str(rows), str(partitions), "500"),
-                               stdout=out_file, stderr=err_file, env=_spark_env(), cwd=tmp_path)
+        job = subprocess.Popen(spark_submit(st, script, out, str(rows), str(partitions), "500"),
+                               stdout=out_file, stderr=err_file, env=spark_env(), cwd=tmp_path)
     try:
         app = st.poll(lambda: next((line.split()[1] for line in stdout.read_text().splitlines()
                                     if line.startswith("APP ")), None), 120, "the job's application id",
@@ -250,7 +200,7 @@ def test_job_survives_a_killed_worker(st, tmp_path):
         if job.poll() is None:
             job.kill()
         st.start_worker(1)
-    result = _result(stdout.read_text())
+    result = result_of(stdout.read_text())
     assert result["count"] == rows and result["ids"] == list(range(rows))  # every row once: no lost or doubled task
     assert result["by_k"] == [[k, len(range(k, rows, 7))] for k in range(7)]
     assert result["executors"] == 1  # only worker 2's executor was left

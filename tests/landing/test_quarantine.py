@@ -6,26 +6,18 @@ import json
 
 import pytest
 
-from lakecompact.catalog import Catalog
 from lakecompact.errors import UnknownTable
 from lakecompact.landing.land import dry_run
 from lakecompact.views.quarantine import print_quarantine, quarantine
 from lakecompact.views.status import status
 from tests.support.debezium import INT, TEXT, Topic
+from tests.support.lake import quarantined
 
 TABLE = "public_items"
 
 
 def _topic() -> Topic:
     return Topic("pg.public.items", [("id", INT), ("name", TEXT), ("qty", INT)], ["id"])
-
-
-def quarantined(lake, table: str | None) -> list[dict]:
-    catalog = Catalog(lake.spark, lake.config)
-    root = catalog.paths(table).quarantine if table else f"{catalog.root}/_quarantine"
-    if not catalog.storage.list_names(root):
-        return []
-    return [row.asDict() for row in lake.spark.read.parquet(root).collect()]
 
 
 def test_bad_events_are_quarantined_with_reasons_and_the_rest_lands(lake, capsys):

@@ -16,8 +16,8 @@ from lakecompact.landing import decode
 from lakecompact.schema.connect import avro_wire, row_fields, strip_wire
 from lakecompact.schema.model import TableSchema
 from lakecompact.views.status import status
-from tests.landing.test_quarantine import quarantined
 from tests.support.debezium import INT, PLACEHOLDER, VSD, Topic, decimal, decimal_wire, vsd_wire
+from tests.support.lake import quarantined
 
 TABLE = "public_prices"
 WIDE = decimal(65, 30)  # MySQL's widest DECIMAL; the table holds DECIMAL(38,30)

@@ -5,21 +5,15 @@ or job restart: in the same batch, in later batches, and after compaction.
 """
 
 from tests.support.debezium import INT, TEXT, Topic
+from tests.support.rows import base_reader, base_row_maker, row_maker
 
 T = Topic("pg.public.ledger", [("id", INT), ("name", TEXT)], ["id"])
 TABLE = "public_ledger"
 
 
-def _row(id_, name):
-    return {"id": id_, "name": name}
-
-
-def _base(lake):
-    return [{k: r.get(k) for k in ("id", "name", "__op", "__deleted", "__position")} for r in lake.base(TABLE)]
-
-
-def _b(id_, name, op, position, deleted=False):
-    return {"id": id_, "name": name, "__op": op, "__deleted": deleted, "__position": position}
+_row = row_maker("id", "name")
+_base = base_reader(TABLE, "id", "name", "__op", "__deleted", "__position")
+_b = base_row_maker("id", "name")  # (id, name, op, position, deleted=False)
 
 
 def _history():

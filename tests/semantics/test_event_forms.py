@@ -13,6 +13,7 @@ import json
 
 from tests.support.debezium import DATE, INT, TEXT, Topic, decimal, decimal_wire
 from tests.support.paths import DEBEZIUM_EVENTS
+from tests.support.rows import picked
 
 CUSTOMER_COLUMNS = ("id", "first_name", "last_name", "email")
 
@@ -47,8 +48,7 @@ ANNE = _customer(1004, "Anne", "Kretchmar", "annek@noanswer.org")
 ANNE_MARIE = _customer(1004, "Anne Marie", "Kretchmar", "annek@noanswer.org")
 
 
-def _pick(rows, columns):
-    return [{k: r.get(k) for k in columns} for r in rows]
+_pick = picked
 
 
 # -- ExtractNewRecordState ---------------------------------------------------------------------------------

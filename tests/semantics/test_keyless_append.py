@@ -9,14 +9,14 @@ in the base but not shown by the view.
 
 from lakecompact.catalog import Catalog
 from tests.support.debezium import INT, MICRO_TS, TEXT, Topic
+from tests.support.rows import base_reader, picked, row_maker
 
 T = Topic("my.inventory.audit", [("msg", TEXT), ("amount", INT)], None, connector="mysql")
 TABLE = "inventory_audit"
 FILE = "mysql-bin.000001"
 
 
-def _row(msg, amount):
-    return {"msg": msg, "amount": amount}
+_row = row_maker("msg", "amount")
 
 
 def _ev(op, msg, amount, pos, row=0, before=None):
@@ -56,13 +56,14 @@ def _sorted(rows):
 
 
 def _view(lake):
-    return _sorted([{k: r.get(k) for k in ("msg", "amount", "__op", "__binlog_pos", "__binlog_row")}
-                    for r in lake.view(TABLE, meta=True)])
+    return _sorted(picked(lake.view(TABLE, meta=True), ("msg", "amount", "__op", "__binlog_pos", "__binlog_row")))
+
+
+_base_rows = base_reader(TABLE, "msg", "amount", "__op", "__binlog_pos", "__binlog_row", "__deleted")
 
 
 def _base(lake):
-    return _sorted([{k: r.get(k) for k in ("msg", "amount", "__op", "__binlog_pos", "__binlog_row", "__deleted")}
-                    for r in lake.base(TABLE)])
+    return _sorted(_base_rows(lake))
 
 
 def _with_deleted(rows):

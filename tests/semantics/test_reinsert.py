@@ -5,26 +5,21 @@ takes nothing from the row that was deleted (a null in the new insert stays null
 """
 
 from tests.support.debezium import INT, TEXT, Topic
+from tests.support.rows import base_reader, base_row_maker, row_maker
 
 T = Topic("pg.public.members", [("id", INT), ("name", TEXT), ("qty", INT)], ["id"])
 TABLE = "public_members"
 
 
-def _row(id_, name, qty):
-    """A row as the view gives it: JSON without its null fields."""
-    return {k: v for k, v in {"id": id_, "name": name, "qty": qty}.items() if v is not None}
+_row = row_maker("id", "name", "qty", drop_nulls=True)  # a row as the view gives it: JSON without its null fields
 
 
 def _partial(id_):
     return {"id": id_, "name": "", "qty": 0}
 
 
-def _base(lake):
-    return [{k: r.get(k) for k in ("id", "name", "qty", "__op", "__deleted", "__position")} for r in lake.base(TABLE)]
-
-
-def _b(id_, name, qty, op, position, deleted=False):
-    return {"id": id_, "name": name, "qty": qty, "__op": op, "__deleted": deleted, "__position": position}
+_base = base_reader(TABLE, "id", "name", "qty", "__op", "__deleted", "__position")
+_b = base_row_maker("id", "name", "qty")  # (id, name, qty, op, position, deleted=False)
 
 
 def test_reinsert_within_and_across_batches_and_compactions(lake):

@@ -7,6 +7,7 @@ table leaves the other tables alone.
 
 
 from tests.support.debezium import INT, TEXT, Topic
+from tests.support.rows import base_reader, base_row_maker, row_maker
 
 T = Topic("pg.public.stock", [("id", INT), ("name", TEXT)], ["id"])
 OTHER = Topic("pg.public.other", [("id", INT), ("name", TEXT)], ["id"])
@@ -14,16 +15,9 @@ TABLE = "public_stock"
 SNAPSHOT_LSN = 50
 
 
-def _row(id_, name):
-    return {"id": id_, "name": name}
-
-
-def _base(lake):
-    return [{k: r.get(k) for k in ("id", "name", "__op", "__deleted", "__position")} for r in lake.base(TABLE)]
-
-
-def _live(id_, name, op, position):
-    return {"id": id_, "name": name, "__op": op, "__deleted": False, "__position": position}
+_row = row_maker("id", "name")
+_base = base_reader(TABLE, "id", "name", "__op", "__deleted", "__position")
+_live = base_row_maker("id", "name")  # (id, name, op, position): not deleted
 
 
 def _truncated(lake):

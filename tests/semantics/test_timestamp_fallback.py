@@ -10,6 +10,7 @@ import json
 
 from tests.support.debezium import INT, TEXT, Topic
 from tests.support.paths import DEBEZIUM_EVENTS
+from tests.support.rows import base_reader, row_maker
 
 TOPIC = "mssql.inventory.dbo.orders"
 TABLE = "inventory_dbo_orders"
@@ -59,13 +60,8 @@ def ev(op, id_, name, ts_ms, ts_us=None, ts_ns=None, *, fine=True):
             "payload": json.dumps({"schema": _envelope_schema(fine), "payload": payload})}
 
 
-def _row(id_, name):
-    return {"id": id_, "name": name}
-
-
-def _base(lake):
-    return [{k: r.get(k) for k in ("id", "name", "__op", "__deleted", "__source_ts_ms", "__position")}
-            for r in lake.base(TABLE)]
+_row = row_maker("id", "name")
+_base = base_reader(TABLE, "id", "name", "__op", "__deleted", "__source_ts_ms", "__position")
 
 
 def test_finest_source_timestamp_orders_events(lake):

@@ -8,6 +8,7 @@ the last values known for the key, never the delete's partial before image; hard
 
 
 from tests.support.debezium import INT, TEXT, Topic
+from tests.support.rows import base_reader, base_row_maker, row_maker
 
 COLUMNS = [("id", INT), ("name", TEXT), ("qty", INT)]
 
@@ -16,8 +17,7 @@ def _topic(table: str) -> Topic:
     return Topic(f"pg.public.{table}", COLUMNS, ["id"])
 
 
-def _row(id_, name, qty):
-    return {"id": id_, "name": name, "qty": qty}
+_row = row_maker("id", "name", "qty")
 
 
 def _partial(id_):
@@ -25,19 +25,12 @@ def _partial(id_):
     return {"id": id_, "name": "", "qty": 0}
 
 
-def _base(lake, table):
-    return [
-        {k: r.get(k) for k in ("id", "name", "qty", "__op", "__deleted", "__position")}
-        for r in lake.base(table)
-    ]
+_base = base_reader(None, "id", "name", "qty", "__op", "__deleted", "__position")  # (lake, table)
+_live = base_row_maker("id", "name", "qty")  # (id, name, qty, op, position): not deleted
 
 
 def _deleted(id_, name, qty, position):
-    return {"id": id_, "name": name, "qty": qty, "__op": "d", "__deleted": True, "__position": position}
-
-
-def _live(id_, name, qty, op, position):
-    return {"id": id_, "name": name, "qty": qty, "__op": op, "__deleted": False, "__position": position}
+    return _live(id_, name, qty, "d", position, deleted=True)
 
 
 def test_soft_delete_is_never_resurrected_by_older_events(lake):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field
+from datetime import date
 from decimal import Decimal, localcontext
 from typing import Any
 
@@ -54,6 +55,11 @@ def vsd_wire(value: str) -> dict:
     d = Decimal(value)
     scale = max(-d.as_tuple().exponent, 0)
     return {"scale": scale, "value": decimal_wire(value, scale)}
+
+
+def days(d: date) -> int:
+    """io.debezium.time.Date wire value: the days since 1970-01-01."""
+    return (d - date(1970, 1, 1)).days
 
 
 def _field(name: str, schema: dict, optional: bool = True) -> dict:

@@ -18,6 +18,15 @@ META = {"__op", "__source_ts_ms", "__lsn", "__binlog_file", "__binlog_pos", "__b
         "__bucket", "__hour"}
 
 
+def quarantined(lake: Lake, table: str | None) -> list[dict]:
+    """The quarantined events of a table (of no table: None), as rows."""
+    catalog = Catalog(lake.spark, lake.config)
+    root = catalog.paths(table).quarantine if table else f"{catalog.root}/_quarantine"
+    if not catalog.storage.list_names(root):
+        return []
+    return [row.asDict() for row in lake.spark.read.parquet(root).collect()]
+
+
 class Lake:
     def __init__(self, spark, tmp_path: Path, database: str, **settings: Any):
         self.spark, self.tmp, self.database = spark, tmp_path, database

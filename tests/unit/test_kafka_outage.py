@@ -9,7 +9,7 @@ from lakecompact import config as config_module
 from lakecompact.config import SourceConfig
 from lakecompact.errors import ConfigError, KafkaUnavailable
 from lakecompact.landing.kafka import as_outage, broker_addresses, wait_for_brokers
-from tests.unit.test_thrift_metastore import closed_port
+from tests.support.ports import closed_port
 
 
 def test_bootstrap_servers_are_read_as_kafka_writes_them():

@@ -15,7 +15,7 @@ from lakecompact import config as config_module
 from lakecompact import spark as spark_module
 from lakecompact.cli import Context
 from lakecompact.errors import MetastoreUnavailable, MissingObjectStoreClient, ObjectStoreUnavailable
-from tests.test_cli import JVM_INCUBATOR_WARNING, lakecompact
+from tests.support.cli import JVM_INCUBATOR_WARNING, lakecompact
 
 ACCESS_KEY, SECRET_KEY = "Access-Key-8817", "Secret-Key-8817"
 # the AWS SDK bundle's shaded SLF4J says this on stderr as it starts (aws/aws-sdk-java-v2#5312)

@@ -21,22 +21,10 @@ from sqlglot import exp
 from lakecompact import sql
 from lakecompact.compaction.changes import _compares_as_value
 from lakecompact.compaction.spread import bucket_spread
-from lakecompact.schema.connect import Field
-from lakecompact.schema.model import DELTA_BUCKETS_FROM, META_COLUMNS, TableSchema
+from lakecompact.schema.model import DELTA_BUCKETS_FROM, META_COLUMNS
 from lakecompact.semantics import semantics_context
+from tests.support.schemas import KEYLESS, SCHEMA
 
-SCHEMA = TableSchema(
-    "orders",
-    "server.public.orders",
-    (
-        Field("id", {"type": "int32"}),
-        Field("note", {"type": "string"}),
-        Field("tags", {"type": "array", "items": {"type": "string"}}),
-        Field("amount", {"type": "bytes", "name": "org.apache.kafka.connect.data.Decimal", "parameters": {"scale": "2"}}),
-    ),
-    ("id",),
-)
-KEYLESS = TableSchema("log", "server.public.log", SCHEMA.fields, ())
 LOCATION = "file:/lake/db/orders/base"
 
 

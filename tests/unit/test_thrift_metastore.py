@@ -10,12 +10,7 @@ from lakecompact import config as config_module
 from lakecompact.config import MetastoreConfig
 from lakecompact.errors import ConfigError, MetastoreUnavailable
 from lakecompact.thrift_metastore import addresses, as_outage, client_conf, wait_until_reachable
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]  # nobody listens once the probe is closed
+from tests.support.ports import closed_port
 
 
 def test_a_listening_metastore_is_reached_at_once():

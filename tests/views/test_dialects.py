@@ -25,8 +25,9 @@ from lakecompact.schema.model import Field, TableSchema
 from lakecompact.views.dialects import DIALECTS, view_sql
 from tests.semantics.reference import expected_view
 from tests.support.debezium import INT, PLACEHOLDER, TEXT, Topic
-from tests.test_run import Source
-from tests.unit.test_templates import KEYLESS, SCHEMA
+from tests.support.rows import row_maker
+from tests.support.schemas import KEYLESS, SCHEMA
+from tests.support.source import Source
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -100,8 +101,7 @@ def test_unknown_dialect_names_the_choices():
         view_sql(SCHEMA, "lake", "oracle")
 
 
-def _row(i, note, qty):
-    return {"id": i, "note": note, "qty": qty}
+_row = row_maker("id", "note", "qty")
 
 
 def test_hive_form_reads_what_the_spark_view_reads(lake):

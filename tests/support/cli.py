@@ -1,0 +1,74 @@
+"""`lakecompact` as separate processes, as an operator runs them: one command (`lakecompact`, `sql_lines`), a
+`run` (`start_run`), the views read back by a `sql` process (`read_views`), on a minimal config of the files
+source (`minimal_config`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository: where a process runs `python -m lakecompact`
+
+# what the JVM prints as Spark 4 starts it (--add-modules jdk.incubator.vector), before any command of ours runs
+JVM_INCUBATOR_WARNING = "WARNING: Using incubator modules: jdk.incubator.vector"
+
+
+def process_env(kill_at: str | None = None) -> dict[str, str]:
+    """The environment of a `lakecompact` process: Spark's log at ERROR; with kill_at, it kills itself (SIGKILL)
+    after that step (crashpoints.py)."""
+    env = {**os.environ, "LAKECOMPACT_SPARK_LOG_LEVEL": "ERROR"}
+    env.pop("LAKECOMPACT_KILL_AT", None)
+    if kill_at:
+        env["LAKECOMPACT_KILL_AT"] = kill_at
+    return env
+
+
+def lakecompact(config: Path, *args: str, kill_at: str | None = None) -> subprocess.CompletedProcess:
+    """One `lakecompact` process; with kill_at, it kills itself (SIGKILL) after that step (crashpoints.py)."""
+    return subprocess.run(
+        [sys.executable, "-m", "lakecompact", "--config", str(config), *args],
+        check=False, cwd=ROOT, env=process_env(kill_at), capture_output=True, text=True, timeout=600,
+    )
+
+
+def start_run(config: Path, kill_at: str | None = None) -> subprocess.Popen:
+    """A `lakecompact run` process, started (its output piped)."""
+    return subprocess.Popen([sys.executable, "-m", "lakecompact", "--config", str(config), "run"], cwd=ROOT,
+                            env=process_env(kill_at), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def sql_lines(config: Path, query: str) -> list[str]:
+    """What a `sql` process prints for a query that must succeed, a line a row."""
+    result = lakecompact(config, "sql", query)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def minimal_config(tmp_path: Path, extra: str = "") -> Path:
+    """A config of the files source (events/*.jsonl under tmp_path) and a local warehouse; `extra` goes after the
+    top-level keys, before [source]."""
+    config = tmp_path / "lakecompact.toml"
+    config.write_text(
+        f'warehouse = "{tmp_path / "warehouse"}"\n'
+        'database  = "lake"\n'
+        f"{extra}"
+        "[source]\n"
+        'kind  = "files"\n'
+        f'paths = ["{tmp_path / "events"}/*.jsonl"]\n'
+    )
+    return config
+
+
+def read_views(config: Path, database: str, tables) -> dict[str, dict[int, dict]]:
+    """Each table's view as a `sql` process reads it: {table: {id: row}}, as the reference model gives it."""
+    query = " UNION ALL ".join(f"SELECT '{t}' AS t, id, note, qty FROM `{database}`.{t}" for t in tables)
+    read = lakecompact(config, "sql", query)
+    assert read.returncode == 0, read.stderr
+    seen: dict[str, dict] = {t: {} for t in tables}
+    for line in read.stdout.splitlines():
+        row = json.loads(line)
+        seen[row.pop("t")][row["id"]] = {"id": row["id"], "note": row.get("note"), "qty": row.get("qty")}
+    return seen
