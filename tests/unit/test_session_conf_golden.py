@@ -1,6 +1,7 @@
 """`session_conf`, split by concern, gives every setting it gave as one function: the settings of a few configs
 against what the one function gave (session_conf_golden.json, written by it), in a fixed environment (no
-spark-defaults.conf but the case's, 2 cores, fixed jar paths, a given class archive)."""
+spark-defaults.conf but the case's, 2 cores, fixed jar paths, a given class archive). The package's own folder,
+wherever the clone is, reads as {PACKAGE}."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import lakecompact
 from lakecompact import config as config_module
 from lakecompact import spark as spark_module
 
@@ -58,7 +60,8 @@ def case_conf(name: str, monkeypatch) -> dict[str, str]:
     return spark_module.session_conf(config_module.from_dict(raw), archive_options=ARCHIVE, **options)
 
 
-GOLDEN = json.loads((Path(__file__).parent / "session_conf_golden.json").read_text())
+PACKAGE = str(Path(lakecompact.__file__).resolve().parent)
+GOLDEN = json.loads((Path(__file__).parent / "session_conf_golden.json").read_text().replace("{PACKAGE}", PACKAGE))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
