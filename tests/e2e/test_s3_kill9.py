@@ -62,6 +62,16 @@ def s3_config(st, folder: Path, run: str, database: str) -> Path:
     return config
 
 
+def drop_lake(st, config: Path, database: str, run: str) -> None:
+    """The lake's database dropped by a `sql` process (this module runs no Thrift server) and what is left of its
+    objects deleted."""
+    dropped = command(config, "sql", f"DROP DATABASE IF EXISTS `{database}` CASCADE")
+    if dropped.returncode != 0:
+        print(f"could not drop {database}: {dropped.stderr[-500:]}")
+    for key in cluster.bucket_keys(st, f"{run}/"):
+        st.s3_request("DELETE", key)
+
+
 def checked(result: subprocess.CompletedProcess, expect: int = 0) -> subprocess.CompletedProcess:
     assert result.returncode == expect, (result.returncode, result.stdout[-2000:], result.stderr[-3000:])
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
@@ -138,7 +148,7 @@ def history(st, stack, tmp_path_factory):
         if reader is not None and reader.poll() is None:
             reader.kill()
         if os.environ.get("LAKECOMPACT_KEEP_STACK") != "1":
-            cluster.drop_lake(st, database, f"{run}/")
+            drop_lake(st, config, database, run)
 
 
 def test_every_kill_happened_and_each_rerun_finished_the_work(history):
