@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import sys
 
 from pyspark.sql import SparkSession
@@ -14,6 +16,8 @@ from lakecompact.errors import LakecompactError, QueryError
 from lakecompact.naming import changes_table
 from lakecompact.report import say
 
+# RFC 4180, as `sql --format csv` promises: a quote doubled, an empty string quoted (""), a null empty, spaces kept
+CSV_OPTIONS = {"escape": '"', "ignoreLeadingWhiteSpace": "false", "ignoreTrailingWhiteSpace": "false"}
 
 def run_sql(spark: SparkSession, config: Config, query: str, out=sys.stdout, fmt: str = "json") -> int:
     """Print the rows: `json`, one JSON object per row as `DataFrame.toJSON()` writes it but for timestamps (to the
@@ -34,31 +38,33 @@ def run_sql(spark: SparkSession, config: Config, query: str, out=sys.stdout, fmt
         raise LakecompactError(f"sql --format: expected json, table or csv, got {fmt!r}")
     names = frame.columns
     # by position, as text: two columns of one name stay apart
-    texts = frame.toDF(*[f"_{n}" for n in range(len(names))]).select(
-        *[F.col(f"_{n}").cast("string") for n in range(len(names))])
+    texts = [F.col(f"_{n}").cast("string") for n in range(len(names))]
+    frame = frame.toDF(*[f"_{n}" for n in range(len(names))])
     if fmt == "csv":
-        out.write(",".join(_csv_field(name) for name in names) + "\n")
-        count = 0
-        for count, row in enumerate(texts.toLocalIterator(), 1):
-            out.write(",".join(_csv_field(value) for value in row) + "\n")
+        header = io.StringIO()
+        csv.writer(header, lineterminator="\n").writerow(names)
+        out.write(header.getvalue())
+        lines = frame.select(F.to_csv(F.struct(*texts), CSV_OPTIONS))
     else:
-        rows = [["null" if value is None else value for value in row] for row in texts.collect()]
-        count = len(rows)
-        widths = [max([len(name), *(len(row[n]) for row in rows)]) for n, name in enumerate(names)]
-        for line in [names, ["-" * width for width in widths], *rows]:
-            out.write(" | ".join(value.ljust(width) for value, width in zip(line, widths, strict=True)).rstrip() + "\n")
+        shown = [F.coalesce(text, F.lit("null")) for text in texts]
+        # the widths first (one aggregate), so that the rows stream as they come, never all on the driver
+        longest = frame.agg(*[F.max(F.length(value)) for value in shown]).first()
+        widths = [max(len(name), longest[n] or 0) for n, name in enumerate(names)]
+        out.write(_aligned(names, widths) + "\n" + _aligned(["-" * width for width in widths], widths) + "\n")
+        # rpad cuts a longer value: one the query gives this time and did not give the aggregate is shown whole
+        padded = [F.when(F.length(value) < width, F.rpad(value, width, " ")).otherwise(value)
+                  for value, width in zip(shown, widths, strict=True)]
+        lines = frame.select(F.concat_ws(" | ", *padded))
+    count = 0
+    for count, row in enumerate(lines.toLocalIterator(), 1):
+        out.write((row[0] if fmt == "csv" else row[0].rstrip()) + "\n")
     out.flush()
     print(f"{count} row(s)", file=sys.stderr)
     return count
 
 
-def _csv_field(value: str | None) -> str:
-    """RFC 4180: quoted when it holds a comma, a quote or a line break; an empty string quoted, a null empty."""
-    if value is None:
-        return ""
-    if value == "" or any(c in value for c in ',"\r\n'):
-        return '"' + value.replace('"', '""') + '"'
-    return value
+def _aligned(values: list[str], widths: list[int]) -> str:
+    return " | ".join(value.ljust(width) for value, width in zip(values, widths, strict=True)).rstrip()
 
 
 def print_json_lines(frame, out, noun: str, *, nulls: bool = False) -> int:
