@@ -1076,7 +1076,6 @@ def scenario_small_command(args) -> None:
 
 
 # -- the cluster scenario: lakecompact local vs spark-submit on the stack's cluster, warehouse on the stack's S3 ----
-NO_PYTHON = "/nonexistent/python"  # the executors' Python: none (the stack's workers have none either)
 CLUSTER_RUN, LOCAL_RUN, LOCAL_S3_RUN = "lakecompact-cluster-s3", "lakecompact-local", "lakecompact-local-s3"
 STACK_PARTS = ("postgres", "metastore", "s3", "cluster")  # what stack.up(["metastore", "s3", "cluster"]) starts
 
@@ -1295,23 +1294,9 @@ class BenchStack:
 
     # -- the lake and its commands -------------------------------------------------------------------------
     def launcher(self) -> list[str]:
-        """spark-submit on the stack's cluster, client mode, as tests/e2e/support/cluster.py's submit_command: the
-        s3a jars on the driver's and executors' class paths (never spark.jars: the AWS SDK bundle is ~650 MB),
-        Python on the driver only."""
-        stack, args = self.stack, self.args
-        s3a = ":".join(stack.s3a_jars())
-        conf = {
-            "spark.executor.extraClassPath": s3a,
-            "spark.executor.memory": args.executor_memory,
-            "spark.pyspark.driver.python": sys.executable,
-            "spark.pyspark.python": NO_PYTHON,
-            "spark.driver.host": stack.HOST,
-            "spark.driver.bindAddress": stack.HOST,
-            "spark.ui.enabled": "false",
-        }
-        return [str(stack.spark_home() / "bin" / "spark-submit"), "--master", stack.SPARK_MASTER_URL,
-                "--deploy-mode", "client", "--driver-class-path", s3a, "--driver-memory", args.driver_memory,
-                *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
+        """spark-submit on the stack's cluster (`stack.spark_submit_command`), the benchmark's memory settings."""
+        return [*self.stack.spark_submit_command(executor_memory=self.args.executor_memory,
+                                                 driver_memory=self.args.driver_memory),
                 str(ROOT / "lakecompact" / "__main__.py")]
 
     def lake_toml(self, path: Path, database: str, paths: list[str], local: bool = False) -> None:

@@ -1258,6 +1258,34 @@ _S3_LOGBACK = """\
 S3_REQUESTS_LOG = LOG_DIR / "s3-requests.log"
 
 
+def spark_submit_command(*, executor_memory: str = "1g", driver_memory: str | None = None,
+                         java_options: str | None = None, jars: list[str] | None = None, cores: int | None = None,
+                         conf: dict[str, str] | None = None) -> list[str]:
+    """spark-submit in client mode on the stack's cluster, up to the application's file: the s3a jars on the
+    driver's and executors' class paths (never --jars: the AWS SDK bundle is ~650 MB, copied to every executor),
+    Python on the driver only (the executors get CLUSTER_PYTHON), loopback; `java_options` for the driver and the
+    executors, `jars` by --jars, `cores`: spark.cores.max (None: all the cluster's), `conf` added last."""
+    s3a = ":".join(s3a_jars())
+    settings = {
+        "spark.executor.extraClassPath": s3a,
+        **({"spark.executor.extraJavaOptions": java_options} if java_options else {}),
+        "spark.executor.memory": executor_memory,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.pyspark.python": CLUSTER_PYTHON,
+        "spark.driver.host": HOST,
+        "spark.driver.bindAddress": HOST,
+        "spark.ui.enabled": "false",
+        **({"spark.cores.max": str(cores)} if cores else {}),
+        **(conf or {}),
+    }
+    return [str(spark_home() / "bin" / "spark-submit"), "--master", SPARK_MASTER_URL, "--deploy-mode", "client",
+            "--driver-class-path", s3a,
+            *(["--driver-memory", driver_memory] if driver_memory else []),
+            *(["--driver-java-options", java_options] if java_options else []),
+            *(["--jars", ",".join(jars)] if jars else []),
+            *[arg for key, value in settings.items() for arg in ("--conf", f"{key}={value}")]]
+
+
 def s3_spark_conf() -> dict[str, str]:
     """The ``spark.hadoop.fs.s3a.*`` settings for ``s3a://<S3_BUCKET>/...`` on the stack's S3 (jars:
     s3a_jars()). The checksum settings are Hadoop 3.5's defaults, spelled out: the AWS SDK (>= 2.30) would

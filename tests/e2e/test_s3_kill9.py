@@ -25,7 +25,6 @@ import os
 import random
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -68,8 +67,7 @@ def drop_lake(st, config: Path, database: str, run: str) -> None:
     dropped = command(config, "sql", f"DROP DATABASE IF EXISTS `{database}` CASCADE")
     if dropped.returncode != 0:
         print(f"could not drop {database}: {dropped.stderr[-500:]}")
-    for key in cluster.bucket_keys(st, f"{run}/"):
-        st.s3_request("DELETE", key)
+    cluster.delete_objects(st, f"{run}/")
 
 
 def checked(result: subprocess.CompletedProcess, expect: int = 0) -> subprocess.CompletedProcess:
@@ -91,12 +89,12 @@ def reader_saw(out: Path, table: str, version: int) -> bool:
     return any(str(version) in o.get("versions", {}) for o in observations(out) if o["table"] == table)
 
 
-def poll(check, timeout: float, what: str, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert process.poll() is None, f"{what}: the reader exited {process.returncode}: {process.stderr.read()}"
-        assert time.monotonic() < deadline, f"{what}: not within {timeout}s"
-        time.sleep(0.5)  # polling the reader's output
+def while_reading(reader: subprocess.Popen, check):
+    """`check`, for cluster.poll, failing at once when the reader exited."""
+    def checked_reading():
+        assert reader.poll() is None, f"the reader exited {reader.returncode}: {reader.stderr.read()}"
+        return check()
+    return checked_reading
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +122,8 @@ def history(st, stack, tmp_path_factory):
         results["land 1"] = checked(command(config, "land"))
         results["compact 1"] = checked(command(config, "compact"))
         reader = start_reader(config, out)
-        poll(lambda: all(reader_saw(out, t, 1) for t in TABLES), 300, "the reader seeing v1", reader)
+        cluster.poll(while_reading(reader, lambda: all(reader_saw(out, t, 1) for t in TABLES)), 300,
+                     "the reader seeing v1", interval=0.5)
         for number, steps in KILLS.items():
             deliver_round(number)
             if number == 2:  # each rerun lands the interrupted batch again, and is killed at the next step
@@ -138,7 +137,8 @@ def history(st, stack, tmp_path_factory):
         results["compact last"] = checked(command(config, "compact"))
         # the second table's first killed compaction (at version-written) committed nothing
         final = {TABLES[0]: 1 + len(KILLS), TABLES[1]: len(KILLS)}
-        poll(lambda: all(reader_saw(out, t, v) for t, v in final.items()), 300, f"the reader seeing {final}", reader)
+        cluster.poll(while_reading(reader, lambda: all(reader_saw(out, t, v) for t, v in final.items())), 300,
+                     f"the reader seeing {final}", interval=0.5)
         (folder / "feed.jsonl.stop").touch()
         reader.wait(timeout=120)
         yield {"config": config, "database": database, "run": run, "sources": sources, "results": results,

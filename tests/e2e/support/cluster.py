@@ -15,7 +15,6 @@ import re
 import shlex
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,7 +33,6 @@ _stack = load_stack_module()
 _cmdline, _descendants = _stack._cmdline, _stack.descendants  # the stack's own /proc readers
 
 MAIN = Path(lakecompact.__file__).resolve().parent / "__main__.py"  # the entry point spark-submit runs
-NO_PYTHON = "/nonexistent/python"  # the executors' Python: none (the stack's workers have none either)
 # short-lived JVMs on two cores: C2's compilations would take a core from the tasks (docs/configuration.md "Spark and JVM settings": what
 # lakecompact itself gives a one-shot command's JVM on a local master)
 C1_ONLY = "-XX:TieredStopAtLevel=1"
@@ -99,25 +97,11 @@ buckets = 2
 
 # -- spark-submit ----------------------------------------------------------------------------------------------
 def submit_command(stack, config: Path, *args: str, cores: int | None = None) -> list[str]:
-    """The spark-submit command line of `lakecompact --config config *args` on the stack's cluster, client mode:
-    the s3a jars on the driver's and executors' class paths (the SDK bundle is not copied anywhere), the Kafka
-    source's jars by --jars, Python on the driver only. `cores`: spark.cores.max (None: all the cluster's)."""
-    s3a = ":".join(stack.s3a_jars())
-    conf = {
-        "spark.executor.extraClassPath": s3a,
-        "spark.executor.extraJavaOptions": C1_ONLY,
-        "spark.executor.memory": "1g",
-        "spark.pyspark.driver.python": sys.executable,
-        "spark.pyspark.python": NO_PYTHON,
-        "spark.driver.host": stack.HOST,
-        "spark.driver.bindAddress": stack.HOST,
-        "spark.ui.enabled": "false",
-        **({"spark.cores.max": str(cores)} if cores else {}),
-    }
-    return [str(stack.spark_home() / "bin" / "spark-submit"), "--master", stack.SPARK_MASTER_URL,
-            "--deploy-mode", "client", "--driver-class-path", s3a, "--driver-java-options", C1_ONLY,
-            "--jars", ",".join(stack.spark_kafka_jars() + stack.spark_avro_jars()),
-            *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
+    """The spark-submit command line of `lakecompact --config config *args` on the stack's cluster
+    (`stack.spark_submit_command`), with the Kafka source's jars and C1 only. `cores`: spark.cores.max (None: all
+    the cluster's)."""
+    return [*stack.spark_submit_command(java_options=C1_ONLY, jars=stack.spark_kafka_jars() + stack.spark_avro_jars(),
+                                        cores=cores),
             str(MAIN), "--config", str(config), *args]
 
 
@@ -368,6 +352,10 @@ def drop_lake(stack, database: str, prefix: str) -> None:
     """Drop a lake's database (through the Thrift server: the metastore deletes its folders) and delete what is left
     of its objects."""
     stack.beeline(f"DROP DATABASE IF EXISTS `{database}` CASCADE")
+    delete_objects(stack, prefix)
+
+
+def delete_objects(stack, prefix: str) -> None:
     for key in bucket_keys(stack, prefix):
         stack.s3_request("DELETE", key)
 

@@ -17,10 +17,6 @@ def spark_env() -> dict[str, str]:
     return env
 
 
-def conf_args(conf: dict[str, str]) -> list[str]:
-    return [arg for k, v in conf.items() for arg in ("--conf", f"{k}={v}")]
-
-
 def s3a_conf(stack) -> dict[str, str]:
     jars = ":".join(stack.s3a_jars())  # on the class path: the SDK bundle is not copied into each executor
     return {"spark.driver.extraClassPath": jars, "spark.executor.extraClassPath": jars,
@@ -29,10 +25,9 @@ def s3a_conf(stack) -> dict[str, str]:
 
 
 def spark_submit(stack, script: Path, *args: str) -> list[str]:
-    """spark-submit (client mode) on the stack's cluster; the command line."""
-    return [str(stack.spark_home() / "bin" / "spark-submit"), "--master", stack.SPARK_MASTER_URL,
-            "--deploy-mode", "client", "--conf", "spark.executor.memory=1g",
-            *conf_args(s3a_conf(stack)), str(script), *args]
+    """spark-submit (client mode) on the stack's cluster with its S3 settings; the command line."""
+    return [*stack.spark_submit_command(conf={"spark.sql.shuffle.partitions": "2", **stack.s3_spark_conf()}),
+            str(script), *args]
 
 
 def result_of(stdout: str) -> dict:
