@@ -187,7 +187,7 @@ class Landing:
         if intent is None:
             say(f"land --dry-run: nothing new to land ({seconds_since(started)})")
             return []
-        groups, not_events = self._groups(decode.split_message(self._read(intent)))
+        groups, not_events, _ = self._groups(decode.split_message(self._read(intent)))
         rows = []
         for topic, topic_groups in _by_topic(groups):
             table = table_for_topic(topic, self.config)
@@ -300,7 +300,7 @@ class Landing:
         def as_came() -> DataFrame:  # the batch as it came, planned (its files listed) only for what is quarantined
             return decode.split_message(self._read(intent))
 
-        groups, not_events = self._groups(read)  # the pass that reads the batch into memory
+        groups, not_events, not_event_topics = self._groups(read)  # the pass that reads the batch into memory
         files.require_still_planned(self.storage, unnumbered)
         self._metastore_ready()
         for table in self.catalog.tables():
@@ -330,9 +330,8 @@ class Landing:
             # table when that table is known (created by this batch too), the others as of no table
             lines = self._line_quarantine(as_came())
             tables = set(self.catalog.tables())
-            topics = [row[0] for row in read.where(~is_event & F.col("__kafka_topic").isNotNull())
-                      .select("__kafka_topic").distinct().collect()]  # the few topics of such lines
-            placed = {topic: table for topic in topics if (table := table_for_topic(topic, self.config)) in tables}
+            placed = {topic: table for topic in sorted(not_event_topics)
+                      if (table := table_for_topic(topic, self.config)) in tables}
             for topic, table in placed.items():
                 quarantine.append((table, lines.where(F.col("__kafka_topic") == topic)))
             topic_placed = F.coalesce(F.col("__kafka_topic").isin(*placed), F.lit(False)) if placed else F.lit(False)
@@ -348,9 +347,10 @@ class Landing:
         return report
 
     @staticmethod
-    def _groups(read: DataFrame) -> tuple[list[Row], int]:
+    def _groups(read: DataFrame) -> tuple[list[Row], int, set[str]]:
         """One row per (topic, value schema) of the batch's events, with samples to classify it (metadata, few
-        rows); and the number of lines that are no event, counted in the same pass."""
+        rows); and the number of lines that are no event and the topics read from some of them (their bytes not
+        UTF-8), from the same pass."""
         payload = F.col("__has_value")
         rows = (
             read.groupBy(F.col("__line_reason").isNotNull().alias("not_event"),
@@ -365,7 +365,9 @@ class Landing:
             )
             .collect()
         )
-        return [row for row in rows if not row.not_event], sum(row.events for row in rows if row.not_event)
+        lines = [row for row in rows if row.not_event]
+        return ([row for row in rows if not row.not_event], sum(row.events for row in lines),
+                {row.topic for row in lines if row.topic is not None})
 
     def _land_topic(self, topic: str, groups: list[Row], messages: Messages, intent: LandIntent) -> TopicRows | None:
         """Decode one topic's events into its table; None when the topic holds no table rows."""
