@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from lakecompact.storage import Storage, VersionedState
 
 EXPIRED, ROLLED_BACK = "expired", "rolled-back"  # folders beside the manifests, for `history`
 MARKER_BUCKET = -1  # the truncate marker's bucket: read by every compaction and by the view
+_RETIRED_STAMP = "%Y%m%dT%H%M%S%f"  # a rolled-back manifest's name: <version>-<when, UTC>.json
 
 
 @dataclass(frozen=True)
@@ -74,19 +75,30 @@ class Manifests:
     def retire(self, version: int) -> None:
         """Take a version out of the chain (rollback): kept aside for `history`, never read again. A version
         number can be rolled back more than once (compacted again after a rollback), so the name is unique."""
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+        stamp = datetime.now(UTC).strftime(_RETIRED_STAMP)
         self.storage.rename(self._files.path(version), f"{self.folder}/{ROLLED_BACK}/{version:012d}-{stamp}.json")
 
     def expire(self, version: int) -> None:
         """Out of the kept versions (its folders are garbage now): kept aside for `history`, never read again."""
         self.storage.rename(self._files.path(version), f"{self.folder}/{EXPIRED}/{version:012d}.json")
 
-    def history(self) -> list[tuple[Manifest, str]]:
+    def history(self) -> list[HistoryEntry]:
         """Every version this table had, oldest first, each with what became of it: "kept" (its folders are
-        readable), "expired" (beyond keep_versions) or "rolled back"."""
-        found = [(self.read(v), "kept") for v in self.versions()]
+        readable), "expired" (beyond keep_versions) or "rolled back" (with when: a version number compacted again
+        after a rollback is in the history twice)."""
+        found = [HistoryEntry(self.read(v), "kept") for v in self.versions()]
         for folder, fate in ((EXPIRED, "expired"), (ROLLED_BACK, "rolled back")):
-            names = self.storage.list_names(f"{self.folder}/{folder}")
-            found += [(Manifest.from_json(self.storage.read_json(f"{self.folder}/{folder}/{n}")), fate)
-                      for n in names if n.endswith(".json")]
-        return sorted(found, key=lambda entry: (entry[0].version, entry[0].stats.get("created_at", "")))
+            for name in self.storage.list_names(f"{self.folder}/{folder}"):
+                if not name.endswith(".json"):
+                    continue
+                manifest = Manifest.from_json(self.storage.read_json(f"{self.folder}/{folder}/{name}"))
+                stamp = name.removesuffix(".json").partition("-")[2] if fate == "rolled back" else ""
+                when = datetime.strptime(stamp, _RETIRED_STAMP).replace(tzinfo=UTC).isoformat() if stamp else None
+                found.append(HistoryEntry(manifest, fate, when))
+        return sorted(found, key=lambda entry: (entry.manifest.version, entry.manifest.stats.get("created_at", "")))
+
+
+class HistoryEntry(NamedTuple):
+    manifest: Manifest
+    fate: str  # kept, expired or rolled back
+    rolled_back_at: str | None = None  # ISO time (UTC)

@@ -7,13 +7,12 @@ goes back to the table's first compaction. It reads files only: on a local wareh
 from __future__ import annotations
 
 import sys
-from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from lakecompact.catalog import Catalog
-from lakecompact.compaction.manifest import MARKER_BUCKET, ROLLED_BACK, Manifest, Manifests
+from lakecompact.compaction.manifest import MARKER_BUCKET, Manifests
 from lakecompact.config import Config
 from lakecompact.report import shown
 
@@ -26,18 +25,16 @@ def history(spark: SparkSession | None, config: Config, table: str) -> list[dict
     catalog.require(table)
     paths = catalog.paths(table)
     entries = Manifests(catalog.storage, f"{paths.state}/manifests").history()
-    current = max((m.version for m, fate in entries if fate == "kept"), default=None)
-    rolled_back_at = _rolled_back_at(catalog, f"{paths.state}/manifests/{ROLLED_BACK}")
+    current = max((m.version for m, fate, _ in entries if fate == "kept"), default=None)
     rows = []
-    for manifest, fate in entries:
+    for manifest, fate, rolled_back_at in entries:
         stats = manifest.stats
         readable = fate == "kept" and catalog.storage.exists(paths.changes(manifest.version))
         rows.append({
             "version": manifest.version,
             "state": "current" if fate == "kept" and manifest.version == current else fate,
             # a version number compacted again after a rollback is in the history twice: this tells them apart
-            "rolled_back_at": (rolled_back_at.get((manifest.version, stats.get("created_at")))
-                               if fate == "rolled back" else None),
+            "rolled_back_at": rolled_back_at,
             "created_at": stats.get("created_at"),
             "batches": len(manifest.consumed),
             "events_in": stats.get("events_in"),
@@ -50,20 +47,6 @@ def history(spark: SparkSession | None, config: Config, table: str) -> list[dict
             "change_feed": manifest.version if readable else None,
         })
     return rows
-
-
-def _rolled_back_at(catalog: Catalog, folder: str) -> dict[tuple[int, str | None], str]:
-    """When each rolled-back manifest was rolled back, by (version, created_at): the time is in its file's name,
-    `<version>-<%Y%m%dT%H%M%S%f, UTC>.json` (Manifests.retire)."""
-    found = {}
-    for name in catalog.storage.list_names(folder):
-        stamp = name.removesuffix(".json").partition("-")[2]
-        if not name.endswith(".json") or not stamp:
-            continue
-        manifest = Manifest.from_json(catalog.storage.read_json(f"{folder}/{name}"))
-        when = datetime.strptime(stamp, "%Y%m%dT%H%M%S%f").replace(tzinfo=UTC).isoformat()
-        found[(manifest.version, manifest.stats.get("created_at"))] = when
-    return found
 
 
 def _state(row: dict[str, Any]) -> str:

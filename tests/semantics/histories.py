@@ -301,7 +301,7 @@ def run_scenario(spark, root, scenario: Scenario, database: str, *, merge_on_rea
             lake.compact()
             check_view(lake, events, f"view after compacting batch {n}")
             check_base(lake, events, f"base after compacting batch {n}", deleted_values=DELETED_VALUES)
-    return [m.stats.get("deltas_written") for m, _ in Compactor(spark, lake.config, TABLE).manifests.history()]
+    return [m.stats.get("deltas_written") for m, _, _ in Compactor(spark, lake.config, TABLE).manifests.history()]
 
 
 _phases = [Phase.explicit, Phase.reuse, Phase.generate]
