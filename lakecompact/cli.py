@@ -13,11 +13,10 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from lakecompact import __version__
 from lakecompact import config as config_module
-from lakecompact.errors import InputFileError, LakecompactError, as_missing_file
+from lakecompact.errors import LakecompactError, as_missing_file
 from lakecompact.report import seconds_since, warn
 from lakecompact.views import DIALECTS
 
@@ -45,15 +44,6 @@ class Context:
     def config(self) -> config_module.Config:
         if not self.args.config:
             raise LakecompactError(f"lakecompact {self.args.command}: expected --config FILE (a TOML file; see docs/configuration.md)")
-        # a file named on the command line that is not there or cannot be read: exit 5, as for schema --avsc
-        expected = "a TOML file (see docs/configuration.md)"
-        try:
-            Path(self.args.config).read_bytes()
-        except FileNotFoundError:
-            raise InputFileError("--config", self.args.config, expected, "there is no such file") from None
-        except OSError as exc:  # a folder, no permission
-            raise InputFileError("--config", self.args.config, expected,
-                                 f"it cannot be read ({exc.__class__.__name__})") from None
         return config_module.load(self.args.config)
 
     @functools.cached_property

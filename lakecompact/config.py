@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from lakecompact.errors import ConfigError
+from lakecompact.errors import ConfigError, InputFileError
 from lakecompact.schema.model import DELTA_BUCKETS_FROM
 
 DeleteMode = Literal["soft", "hard"]
@@ -410,13 +410,19 @@ class Config:
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+_CONFIG_FILE = "a TOML file (see docs/configuration.md)"
+
+
 def load(path: str | Path) -> Config:
     """Read and validate a TOML config file."""
     path = Path(path)
     try:
         raw = tomllib.loads(path.read_text())
-    except (FileNotFoundError, IsADirectoryError):
-        raise ConfigError("--config", "an existing TOML file", str(path)) from None
+    except FileNotFoundError:  # a file named on the command line that is not there: exit 5, as for schema --avsc
+        raise InputFileError("--config", str(path), _CONFIG_FILE, "there is no such file") from None
+    except OSError as exc:  # a folder, no permission
+        raise InputFileError("--config", str(path), _CONFIG_FILE,
+                             f"it cannot be read ({exc.__class__.__name__})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), "valid TOML", hint=str(exc)) from None
     return from_dict(raw)
