@@ -49,6 +49,7 @@ Environment overrides (read at import time):
     LAKECOMPACT_KAFKA_PORT       19092    LAKECOMPACT_KAFKA_CONTROLLER_PORT 19093
     LAKECOMPACT_CONNECT_PORT     18083    LAKECOMPACT_PG_PORT              15432
     LAKECOMPACT_MARIADB_PORT     13306    LAKECOMPACT_METASTORE_PORT       19083
+    LAKECOMPACT_SPARE_METASTORE_PORT 19084 (a second metastore on the same database, for tests that stop one)
     LAKECOMPACT_KAFKA_HEAP / LAKECOMPACT_CONNECT_HEAP   JVM -Xmx (default 512m)
     LAKECOMPACT_METASTORE_HEAP                          JVM -Xmx (default 384m)
     LAKECOMPACT_THRIFTSERVER_PORT 19010  LAKECOMPACT_THRIFTSERVER_HEAP (default 768m)
@@ -105,6 +106,7 @@ CONNECT_PORT = _env_int("LAKECOMPACT_CONNECT_PORT", 18083)
 PG_PORT = _env_int("LAKECOMPACT_PG_PORT", 15432)
 MARIADB_PORT = _env_int("LAKECOMPACT_MARIADB_PORT", 13306)
 METASTORE_PORT = _env_int("LAKECOMPACT_METASTORE_PORT", 19083)
+SPARE_METASTORE_PORT = _env_int("LAKECOMPACT_SPARE_METASTORE_PORT", 19084)
 METASTORE_HEAP = os.environ.get("LAKECOMPACT_METASTORE_HEAP", "384m")
 THRIFTSERVER_PORT = _env_int("LAKECOMPACT_THRIFTSERVER_PORT", 19010)
 THRIFTSERVER_HEAP = os.environ.get("LAKECOMPACT_THRIFTSERVER_HEAP", "768m")
@@ -130,6 +132,7 @@ CLUSTER_PYTHON = os.environ.get("LAKECOMPACT_CLUSTER_PYTHON", "/nonexistent/pyth
 KAFKA_BOOTSTRAP = f"{HOST}:{KAFKA_PORT}"
 CONNECT_URL = f"http://{HOST}:{CONNECT_PORT}"
 METASTORE_URI = f"thrift://{HOST}:{METASTORE_PORT}"
+SPARE_METASTORE_URI = f"thrift://{HOST}:{SPARE_METASTORE_PORT}"
 THRIFTSERVER_JDBC_URL = f"jdbc:hive2://{HOST}:{THRIFTSERVER_PORT}/default"
 TRINO_URL = f"http://{HOST}:{TRINO_PORT}"
 TRINO_CATALOG = "hive"  # the Hive connector's catalog, on the stack's metastore
@@ -934,40 +937,57 @@ def _port_answers(port: int) -> bool:
         return False
 
 
-def _metastore_pid() -> int | None:
-    return _live_pid("metastore")
+def _metastore_name(spare: bool) -> str:
+    return "metastore-spare" if spare else "metastore"
 
 
-def _metastore_ready() -> bool:
+def _metastore_port(spare: bool) -> int:
+    return SPARE_METASTORE_PORT if spare else METASTORE_PORT
+
+
+def _metastore_pid(spare: bool = False) -> int | None:
+    return _live_pid(_metastore_name(spare))
+
+
+def _metastore_ready(spare: bool = False) -> bool:
     """The port answers: the service opens it only once its database is reachable."""
-    return _port_answers(METASTORE_PORT)
+    return _port_answers(_metastore_port(spare))
 
 
-def _metastore_start() -> bool:
+def _metastore_start(spare: bool = False) -> bool:
     """Needs PostgreSQL ready."""
-    if _metastore_pid():
+    if _metastore_pid(spare):
         return False
     _metastore_write_conf()
     _metastore_setup()
-    _log(f"starting the Hive metastore on {METASTORE_URI}")
-    _spawn("metastore", _java_cmd("metastore", METASTORE_HEAP, "org.apache.hadoop.hive.metastore.LoopbackMetastore",
-                                  HOST, str(METASTORE_PORT), classpath=_metastore_classpath()))
+    name, port = _metastore_name(spare), _metastore_port(spare)
+    _log(f"starting the Hive metastore on thrift://{HOST}:{port}")
+    _spawn(name, _java_cmd(name, METASTORE_HEAP, "org.apache.hadoop.hive.metastore.LoopbackMetastore",
+                           HOST, str(port), classpath=_metastore_classpath()))
     return True
 
 
-def _metastore_wait(timeout: float) -> None:
-    poll(_metastore_ready, timeout, f"Hive metastore on {METASTORE_URI}", log=LOG_DIR / "metastore.log",
-         fail_fast=lambda: _died("metastore"))
+def _metastore_wait(timeout: float, spare: bool = False) -> None:
+    name = _metastore_name(spare)
+    poll(lambda: _metastore_ready(spare), timeout, f"Hive metastore on thrift://{HOST}:{_metastore_port(spare)}",
+         log=LOG_DIR / f"{name}.log", fail_fast=lambda: _died(name))
 
 
-def start_metastore(timeout: float = 120) -> None:
-    """Start (or restart after stop_metastore) the metastore; PostgreSQL must be up."""
-    _metastore_start()
-    _metastore_wait(timeout)
+def start_metastore(timeout: float = 120, *, spare: bool = False) -> None:
+    """Start (or restart after stop_metastore) the metastore; PostgreSQL must be up. `spare`: a second metastore
+    service on the same database (SPARE_METASTORE_URI), as production runs several; a test that stops its
+    metastore stops the spare, and the tests that share the stack's metastore meanwhile go on."""
+    _metastore_start(spare)
+    _metastore_wait(timeout, spare)
 
 
-def stop_metastore(timeout: float = 60) -> None:
-    _stop_service("metastore", "Hive metastore", timeout)
+def stop_metastore(timeout: float = 60, *, spare: bool = False) -> None:
+    _stop_service(_metastore_name(spare), "Hive metastore", timeout)
+
+
+def _stop_metastores(timeout: float = 60) -> None:
+    stop_metastore(timeout, spare=True)
+    stop_metastore(timeout)
 
 
 # --------------------------------------------------------------------------
@@ -1778,7 +1798,7 @@ def down(components: Iterable[str] | None = None) -> None:
     for name, needs in NEEDS.items():
         if wanted & set(needs):
             wanted.add(name)
-    stops = {"cluster": stop_cluster, "s3": stop_s3, "thriftserver": stop_thriftserver, "trino": stop_trino, "connect": stop_connect, "metastore": stop_metastore, "kafka": _kafka_stop, "mariadb": _mariadb_stop,
+    stops = {"cluster": stop_cluster, "s3": stop_s3, "thriftserver": stop_thriftserver, "trino": stop_trino, "connect": stop_connect, "metastore": _stop_metastores, "kafka": _kafka_stop, "mariadb": _mariadb_stop,
              "postgres": _pg_stop}
     for name, stop in stops.items():
         if name in wanted:

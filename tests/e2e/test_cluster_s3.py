@@ -97,10 +97,7 @@ def cluster_stack(st, stack):
 def kill_driver_at(history: History, name: str, step: str, *args: str) -> Job:
     """Run a command stopped at `step` (LAKECOMPACT_STOP_AT), then kill -9 its driver: the JVM and its Python."""
     job = history.submit(name, *args, LAKECOMPACT_STOP_AT=step)
-    poll(job.stopped, 300, f"{name} stopped at {step}", job)
-    history.facts[f"{name} pid"] = job.driver_python()
-    job.kill()
-    support.say(f"{name}: killed (kill -9, driver JVM and Python) at {step}")
+    history.facts[f"{name} pid"] = job.kill_when_stopped()
     return job
 
 

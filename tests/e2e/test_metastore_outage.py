@@ -1,5 +1,6 @@
-"""The shared Hive metastore goes away: before a command starts, and in the middle of a compaction (the stack's
-real thrift service stopped). Each time the command waits its bounded time, then exits with one line naming
+"""The shared Hive metastore goes away: before a command starts, and in the middle of a compaction (a real thrift
+service of the stack stopped: its spare metastore, on the same database, so that the tests that share the stack's
+metastore meanwhile are not stopped with it). Each time the command waits its bounded time, then exits with one line naming
 the metastore (exit 6, no traceback); once the service is back, the same command finishes the work exactly."""
 
 from __future__ import annotations
@@ -28,28 +29,36 @@ def one_line_outage(result: subprocess.CompletedProcess, uri: str) -> None:
     assert error.startswith(f"lakecompact: error: the Hive metastore {uri} did not answer within 2s; last: "), error
 
 
-def test_commands_name_a_metastore_that_is_gone_and_finish_exactly_once_it_is_back(stack, tmp_path):
+@pytest.fixture
+def spare(stack):
+    """The stack's spare metastore, stopped after the test (the test starts it)."""
+    yield stack.SPARE_METASTORE_URI
+    stack.stop_metastore(spare=True)
+
+
+def test_commands_name_a_metastore_that_is_gone_and_finish_exactly_once_it_is_back(stack, spare, tmp_path):
     import random
 
+    uri, start, stop = spare, stack.start_metastore, stack.stop_metastore
     database = database_name()
-    config = lake_config(tmp_path, database, stack.METASTORE_URI, metastore_extra="connect_timeout_seconds = 2\n")
+    config = lake_config(tmp_path, database, uri, metastore_extra="connect_timeout_seconds = 2\n")
     events = tmp_path / "events"
     source = Source("outage.public.items", random.Random(7))
     positions = iter(range(95, 10_000, 3))
     deliver(events, "part-1", [line for key in range(1, 6) for _ in range(2) for line in source.change(key, next(positions))])
 
     try:
-        stack.stop_metastore()
-        one_line_outage(command(config, "land"), stack.METASTORE_URI)  # before Spark starts: no JVM at all
-        stack.start_metastore()
+        stop(spare=True)
+        one_line_outage(command(config, "land"), uri)  # before Spark starts: no JVM at all
+        start(spare=True)
         landed = command(config, "land")
         assert landed.returncode == 0, landed.stderr
 
         # stopped after writing base v1's files, the metastore goes away, and the compaction goes on: its swap
         # cannot reach the metastore
-        one_line_outage(stop_at(config, ("compact",), "version-written", stack.stop_metastore), stack.METASTORE_URI)
+        one_line_outage(stop_at(config, ("compact",), "version-written", lambda: stop(spare=True)), uri)
     finally:
-        stack.start_metastore()
+        start(spare=True)
 
     finished = command(config, "compact")
     assert finished.returncode == 0, finished.stderr

@@ -163,6 +163,15 @@ class Job:
             self.process.wait()
             self.seconds = time.monotonic() - self.started
 
+    def kill_when_stopped(self, timeout: float = 300) -> int:
+        """Wait until the driver stopped itself at its LAKECOMPACT_STOP_AT step, then kill -9 the driver, its JVM
+        and its Python, as a crash right there would; the pid of the driver's Python (what its lock names)."""
+        poll(self.stopped, timeout, f"{self.name} stopped at its step", self)
+        pid = self.driver_python()
+        self.kill()
+        say(f"{self.name}: killed (kill -9, driver JVM and Python) where it stopped")
+        return pid
+
     def resume(self) -> None:
         """Continue a driver stopped at its LAKECOMPACT_STOP_AT step."""
         os.kill(self.driver_python(), signal.SIGCONT)
