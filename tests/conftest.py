@@ -63,6 +63,7 @@ def _end_to_end(nodeid: str) -> bool:
     return nodeid.startswith("tests/e2e/")
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: absent when it is not loaded
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadfile`: a file's tests on one worker (they share module fixtures), and the end-to-end tests all on
     one, one after the other, from the start: they start, stop and kill the stack's services and its cluster's
