@@ -37,7 +37,8 @@ def pytest_addoption(parser):
     parser.addoption(
         "--e2e", choices=("include", "skip", "only"), default="include",
         help="include, skip or run only the end-to-end tests, on top of -m and the paths given (scripts/test.sh "
-             "runs them on one pytest-xdist worker, one after the other, beside the others on two more)",
+             "runs the others on two pytest-xdist workers, then these in one process: they stop and start the "
+             "stack that the others use)",
     )
 
 
@@ -56,28 +57,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.spark)
         if "soak" in item.keywords and not soak_asked:
             item.add_marker(pytest.mark.skip(reason="a soak test: run it with scripts/test.sh -m soak"))
-    items.sort(key=lambda item: not _end_to_end(item.nodeid))  # first: they take longest, on one worker
-
-
-def _end_to_end(nodeid: str) -> bool:
-    return nodeid.startswith("tests/e2e/")
-
-
-@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: absent when it is not loaded
-def pytest_xdist_make_scheduler(config, log):
-    """`--dist loadfile`: a file's tests on one worker (they share module fixtures), and the end-to-end tests all on
-    one, one after the other, from the start: they start, stop and kill the stack's services and its cluster's
-    workers, and take longer than any other worker's share."""
-    if config.getvalue("dist") != "loadfile":
-        return None
-    from xdist.scheduler import LoadFileScheduling
-
-    class EndToEndOnOneWorker(LoadFileScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return "tests/e2e/" if _end_to_end(nodeid) else super()._split_scope(nodeid)
-
-    config.option.loadscopereorder = False  # the collection's order (tests/e2e first), not the files' sizes
-    return EndToEndOnOneWorker(config, log)
 
 
 def _is_xdist_worker(config) -> bool:

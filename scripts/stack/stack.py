@@ -976,7 +976,7 @@ def _metastore_wait(timeout: float, spare: bool = False) -> None:
 def start_metastore(timeout: float = 120, *, spare: bool = False) -> None:
     """Start (or restart after stop_metastore) the metastore; PostgreSQL must be up. `spare`: a second metastore
     service on the same database (SPARE_METASTORE_URI), as production runs several; a test that stops its
-    metastore stops the spare, and the tests that share the stack's metastore meanwhile go on."""
+    metastore stops the spare, and whoever else uses the stack's metastore meanwhile goes on."""
     _metastore_start(spare)
     _metastore_wait(timeout, spare)
 

@@ -1,6 +1,6 @@
 """The shared Hive metastore goes away: before a command starts, and in the middle of a compaction (a real thrift
-service of the stack stopped: its spare metastore, on the same database, so that the tests that share the stack's
-metastore meanwhile are not stopped with it). Each time the command waits its bounded time, then exits with one line naming
+service of the stack stopped: its spare metastore, on the same database, so that whoever else uses the stack's
+metastore meanwhile, another run or a person, is not stopped with it). Each time the command waits its bounded time, then exits with one line naming
 the metastore (exit 6, no traceback); once the service is back, the same command finishes the work exactly."""
 
 from __future__ import annotations
