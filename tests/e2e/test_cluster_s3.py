@@ -41,7 +41,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 TABLES = ("accounts", "orders")
 INITIAL = {"accounts": 80, "orders": 120}  # rows before the connector starts: its snapshot
 COMPACTED = re.compile(r"^compact (\w+): base v(\d+) -> v(\d+): (\d+) events from (\d+) batch")
-TAKEN_OVER = re.compile(r"^warning: (\S+) was left by a process that is gone \(pid (\d+) on .*\); taking it over$")
 
 
 @dataclass
@@ -246,9 +245,8 @@ def test_a_killed_driver_is_rerun_its_lock_taken_over_and_the_views_are_exact(hi
                                 ("compact-orders-killed", "compact-orders-rerun",
                                  f"{history.prefix('orders')}_state/compact.lock")]:
         assert history.jobs[killed].process.returncode == -9
-        warnings = [m for line in history.jobs[rerun].lakecompact_lines() if (m := TAKEN_OVER.match(line))]
-        assert [(m[1], int(m[2])) for m in warnings] == [(f"s3a://{history.stack.S3_BUCKET}/{lock}",
-                                                          history.facts[f"{killed} pid"])], history.jobs[rerun].tail()
+        assert history.jobs[rerun].taken_over() == [(f"s3a://{history.stack.S3_BUCKET}/{lock}",
+                                                     history.facts[f"{killed} pid"])], history.jobs[rerun].tail()
     orders = history.lake_table("orders")
     assert compacted(history.jobs["compact-orders-rerun"]) == [(orders, 1, 2)]
     assert support.assert_equal(history.comparisons["after a compactor held, one killed and rerun"]) > 0

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import subprocess
 import sys
 import uuid
@@ -50,7 +49,6 @@ LAND_STEPS = STEPS[:4]
 # nothing of it to redo), then the second table's, whose compaction the first driver never reached
 KILLS = {2: ("manifest", "version-written"), 3: ("swap", "changes-published"), 4: ("archive", "garbage-collected")}
 KEYS_PER_ROUND = 6
-TAKEN_OVER = re.compile(r"^warning: (\S+) was left by a process that is gone \(pid (\d+) on .*\); taking it over$")
 
 
 def s3_config(st, folder: Path, run: str, database: str) -> Path:
@@ -205,9 +203,7 @@ def test_the_next_driver_to_need_a_killed_ones_lock_takes_it_over_at_once(histor
     for name, pid in drivers.killed.items():
         table = next((t for t in TABLES if f" of {t} " in name), None)
         lock = f"{root}{table}/_state/compact.lock" if table else f"{root}_state/land.lock"
-        takers = [job.name for job in drivers.later(name)
-                  if (lock, pid) in [(m[1], int(m[2])) for line in job.lakecompact_lines()
-                                     if (m := TAKEN_OVER.match(line))]]
+        takers = [job.name for job in drivers.later(name) if (lock, pid) in job.taken_over()]
         assert len(takers) == 1, (name, lock, pid, takers)
     for job in drivers.jobs.values():  # a lock held by a live job: "… is being compacted by another job (…)"
         assert "by another job" not in job.stdout + job.stderr, (job.name, job.tail())

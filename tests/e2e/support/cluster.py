@@ -36,6 +36,7 @@ MAIN = Path(lakecompact.__file__).resolve().parent / "__main__.py"  # the entry 
 # short-lived JVMs on two cores: C2's compilations would take a core from the tasks (docs/configuration.md "Spark and JVM settings": what
 # lakecompact itself gives a one-shot command's JVM on a local master)
 C1_ONLY = "-XX:TieredStopAtLevel=1"
+_TAKEN_OVER = re.compile(r"^warning: (\S+) was left by a process that is gone \(pid (\d+) on .*\); taking it over$")
 
 
 # -- the metastore ---------------------------------------------------------------------------------------------
@@ -138,6 +139,10 @@ class Job:
         Python stderr into its stdout, so they are there (and Spark's own log on stderr)."""
         return [line for line in (self.stdout + self.stderr).splitlines()
                 if line.startswith(("lakecompact:", "warning:"))]
+
+    def taken_over(self) -> list[tuple[str, int]]:
+        """(lock, pid) of each lock this driver took over from a process that is gone, from its warnings."""
+        return [(m[1], int(m[2])) for line in self.lakecompact_lines() if (m := _TAKEN_OVER.match(line))]
 
     def wait(self, timeout: float = 420) -> int:
         try:
