@@ -1,5 +1,5 @@
 """The bar chart of a scenario's summary: `python chart.py results/<scenario>.json results/<scenario>.png`
-(matplotlib, from .bench/venv35)."""
+(matplotlib, from .bench/venv41)."""
 
 from __future__ import annotations
 

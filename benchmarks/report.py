@@ -227,9 +227,19 @@ NOT_MEASURED = (
      "it (#57);"),
     ("a 1% change, spread and clustered, against the fastest peer's MERGE of the same events, and an hour of 12 "
      "batches until a reader sees it (#57);"),
-    ("the peers on the same Spark as lakecompact: today they run on Spark 3.5, lakecompact on Spark 4 (#57); on S3, "
-     "where they cannot run on the stack's cluster (#56)."),
+    "the peers on S3, where they cannot run on the stack's cluster (#56).",
 )
+# results files written before the runner recorded each engine's Spark: their peers ran on Spark 3.5
+BEFORE_ONE_SPARK = "the peers on Spark 3.5 (Delta 3.3.2, Iceberg 1.10.1, Hudi 1.1.1), lakecompact on Spark 4"
+
+
+def spark_of(doc: dict) -> str:
+    """The Spark the results' Spark engines ran on, in words."""
+    versions = sorted({v or "unknown" for v in doc.get("spark_versions", {}).values()})
+    if "spark_versions" not in doc:
+        return BEFORE_ONE_SPARK
+    return f"every Spark engine on Spark {versions[0]}" if len(versions) == 1 else \
+        "not one Spark: " + ", ".join(versions)
 
 
 # -- the page ---------------------------------------------------------------------------------------------------
@@ -260,6 +270,13 @@ def _value(target: Target, measure: Measure | None) -> str:
     if measure is None:
         return "—"
     return f"**{measure.value:.2f}×**" if target.unit == "×" else f"**{measure.value:g}**"
+
+
+def _by_spark(docs: dict[str, dict], names: list[str]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for name in names:
+        grouped.setdefault(spark_of(docs[name]), []).append(name)
+    return grouped
 
 
 def render(docs: dict[str, dict] | None = None) -> str:
@@ -307,8 +324,10 @@ def render(docs: dict[str, dict] | None = None) -> str:
         "",
         "- The runs: " + "; ".join(machines) + ". The machine is shared and its "
         "speed varies by up to 2× from hour to hour: only ratios from one run compare.",
-        ("- The peers (Delta 3.3.2, Iceberg 1.10.1, Hudi 1.1.1) run on Spark 3.5, lakecompact on Spark 4, each on "
-         "`local[2]` with the same driver memory and shuffle partitions: part of any difference is Spark's own."),
+        ("- Each engine on `local[2]` with the same driver memory and shuffle partitions. The Spark they ran on: "
+         + "; ".join(f"{spark} ({', '.join(names)})" for spark, names in _by_spark(docs, used).items())
+         + ". Where that is not one Spark, part of any difference is Spark's own; `benchmarks/run.py` runs every "
+         "Spark engine on one (`.bench/venv41`)."),
         ("- Every engine's final table is checked against the others (rows, sum, checksum): each scenario's table "
          "says so under \"Correctness\"."),
         "",

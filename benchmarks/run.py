@@ -1,15 +1,19 @@
 """lakecompact against Delta, Iceberg, Hudi, DuckDB and delta-rs, on the same event files in the same run.
 
-    bash benchmarks/setup.sh                        # once: .bench/venv35 (Spark 3.5 peers), .bench/jars
+    bash benchmarks/setup.sh                        # once: .bench/venv41 (pyspark 4.1 + lakecompact), .bench/jars
     nice -n 10 python benchmarks/run.py merge [--rows 1000000] [--change-rows 100000] [--engines a,b]
     nice -n 10 python benchmarks/run.py change-size | base-scaling | landing | view-read | small-command | cluster
     python benchmarks/run.py report                 # docs/performance.md from the results, running nothing
 
-Run it with the Python that has lakecompact installed (the project's main env, Spark 4); the peers run
-in .bench/venv35 (Spark 3.5). Every engine is its own process, one at a time, on local[2] with the same
-driver memory; each reports its own step times (JVM start excluded) and this harness the process's wall
-time and peak memory. After the change every engine's table is checked (live rows, sum(score), a checksum
-of md5(id|name|score|bio)) against the DuckDB reference and the others; a mismatch is printed and marked.
+Every engine runs with .bench/venv41's Python: lakecompact (in-process and its CLI), the raw Spark reference and
+the peers all on its pyspark 4.1, the Spark line the peers publish builds for; the results name each run's Spark.
+Only the `cluster` scenario keeps lakecompact on the project's main environment's Spark, the one the stack's
+cluster runs: run it with that environment's Python (any Python 3.11+ will do for the other scenarios).
+Every engine is its own process, one at a time, on local[2] with the same driver memory; each reports its own
+step times (JVM start excluded) and this harness the process's wall time and peak memory. After the change every
+engine's table is checked (live rows, sum(score), a checksum of md5(id|name|score|bio)) against the DuckDB
+reference and the others; a mismatch is printed and marked. A peer whose build is missing (Hudi has none for
+Spark 4) is reported as not run, with the reason.
 Results: benchmarks/results/<scenario>.{json,md,png}, and docs/performance.md (benchmarks/report.py) made again
 from all of them after every scenario. See benchmarks/README.md.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import os
 import platform
@@ -37,11 +42,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 ENGINES_DIR = HERE / "engines"
 BENCH = Path(os.environ.get("BENCH_DIR", ROOT / ".bench"))
-VENV_PYTHON = BENCH / "venv35" / "bin" / "python"
+VENV_PYTHON = BENCH / "venv41" / "bin" / "python"
 JARS = BENCH / "jars"
 RESULTS = HERE / "results"
 SCENARIOS = ("merge", "change-size", "base-scaling", "landing", "view-read", "small-command", "cluster")
 PEERS = ("delta", "delta-dv", "iceberg-cow", "iceberg-mor", "hudi-cow", "hudi-mor")
+PEER_JARS = {peer: peer.split("-")[0] for peer in PEERS}  # .bench/jars/<profile of benchmarks/pom.xml>
 # view-read: the peers whose reads meet pending changes (delete files, deletion vectors) as lakecompact's view does
 VIEW_READ_PEERS = ("iceberg-mor", "delta-dv")
 ALL_ENGINES = ("lakecompact", "lakecompact-cli", "raw-spark", *PEERS, "duckdb", "delta-rs")
@@ -192,6 +198,24 @@ def run_process(cmd: list[str], log_path: Path, env: dict | None = None, timeout
             "log_path": str(log_path)}
 
 
+@functools.cache
+def spark_version(python: str | Path) -> str | None:
+    """The pyspark version that `python` imports (the Spark its lakecompact CLI or spark-submit runs on)."""
+    found = subprocess.run([str(python), "-c", "import pyspark; print(pyspark.__version__)"], capture_output=True,
+                           text=True, check=False, timeout=120)
+    return (found.stdout.strip() or None) if found.returncode == 0 else None
+
+
+def unavailable(engine: str) -> str | None:
+    """Why a peer cannot run: its jars missing (setup.sh records why Maven had none), else None."""
+    folder = JARS / PEER_JARS[engine]
+    if any(folder.glob("*.jar")):
+        return None
+    why = folder / ".unavailable"
+    lines = why.read_text().splitlines() if why.exists() else []
+    return lines[1] if len(lines) > 1 else f"no jars in {folder}: run `bash benchmarks/setup.sh`"
+
+
 # -- data ------------------------------------------------------------------------------------------------
 def _generator_hash() -> str:
     """The generator's VERSION: cached data sets are made again when it changes."""
@@ -238,6 +262,7 @@ class Run:
     def __init__(self, scenario: str, args):
         self.scenario, self.args = scenario, args
         self.name = args.name or scenario  # of the results files, the logs and the work folder
+        self.results = args.results_dir
         self.work = BENCH / "work" / self.name
         self.runs: dict[str, dict] = {}
         self.notes: list[str] = []
@@ -259,43 +284,57 @@ class Run:
                 "shuffle_partitions": self.args.shuffle_partitions, "jars": str(JARS),
                 "threads": self.args.cores}
 
-    def reused(self, run_name: str) -> bool:
-        """--reuse: take this run from the scenario's last results file (same parameters) instead of running it."""
+    def reused(self, run_name: str, spark: str | None = None) -> bool:
+        """--reuse: take this run from the scenario's last results file (same parameters) instead of running it.
+        spark: the Spark version the run would have now; a run measured on another is run again (--report-only
+        takes every run as it was)."""
         if run_name not in self.args.reuse_runs:
             return False
-        previous = RESULTS / f"{self.name}.json"
+        previous = self.results / f"{self.name}.json"
         doc = json.loads(previous.read_text()) if previous.exists() else {}
         if run_name not in doc.get("runs", {}) or doc.get("params") != self.params:
             log(f"{run_name}: nothing to reuse (no earlier run with the same parameters): running it")
             return False
         result = doc["runs"][run_name]
+        if not self.args.report_only:
+            was = result.get("info", {}).get("spark_version")
+            if spark and was != spark:
+                log(f"{run_name}: measured on Spark {was or 'unknown'}, would run on {spark} now: running it")
+                return False
+            if result.get("not_run"):
+                return False  # its jars may be there by now
         result["steps"] = [{"step": s["step"], "seconds": s["seconds"], "info": s.get("info", {})}
                            for s in doc["steps"] if s["run"] == run_name]
         result["reused_from"] = when = result.get("reused_from") or doc["machine"]["date"]
         self.runs[run_name] = result
         if result.get("error"):
             self.failures.append(f"{run_name}: {result['error'].splitlines()[0][:300]} (reused)")
+        if result.get("not_run"):
+            self.notes.append(f"{run_name}: not run: {result['not_run']}.")
         log(f"{run_name}: reused from the run of {when}")
         self.notes.append(f"{run_name}: measured in the run of {when} (reused with --reuse).")
         return True
 
     def engine(self, run_name: str, engine: str, ops: list[dict], **spec_extra) -> dict:
         """Run one engine process on `ops`; its result (steps, checks, error) with the process's numbers."""
-        if self.reused(run_name):
+        uses_spark = engine not in ("duckdb", "delta-rs")
+        if self.reused(run_name, spark_version(VENV_PYTHON) if uses_spark else None):
             return self.runs[run_name]
+        if engine in PEERS and (why := unavailable(engine)):
+            return self.not_run(run_name, engine, why)
         work = self.work / run_name.replace("@", "-").replace("=", "")
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         spec = {**self.common_spec(), "engine": engine, "work": str(work), "ops": ops, **spec_extra}
         if engine == "lakecompact":
-            script, python = "lakecompact_inproc.py", sys.executable
+            script = "lakecompact_inproc.py"
             spec.setdefault("lake", self.lake_settings(work / "warehouse"))
         elif engine == "raw-spark":
-            script, python = "raw_spark.py", sys.executable
+            script = "raw_spark.py"
         elif engine in PEERS:
-            script, python = "spark35_peers.py", str(VENV_PYTHON)
+            script = "peers.py"
         elif engine in ("duckdb", "delta-rs"):
-            script, python = "native_refs.py", str(VENV_PYTHON)
+            script = "native_refs.py"
         else:
             raise SystemExit(f"unknown engine {engine}")
         spec_path, result_path = work / "spec.json", work / "result.json"
@@ -303,7 +342,7 @@ class Run:
         if self.args.quiet_wait:
             wait_for_quiet(self.args.quiet_wait)
         log(f"{run_name}: running ({engine})")
-        process = run_process([python, str(ENGINES_DIR / script), str(spec_path), str(result_path)],
+        process = run_process([str(VENV_PYTHON), str(ENGINES_DIR / script), str(spec_path), str(result_path)],
                               BENCH / "logs" / self.name / f"{run_name}.log", timeout=self.args.timeout)
         result = json.loads(result_path.read_text()) if result_path.exists() else {
             "engine": engine, "steps": [], "checks": {}, "error": "the process wrote no result", "info": {}}
@@ -321,6 +360,15 @@ class Run:
             for sub in work.iterdir():
                 if sub.is_dir():
                     shutil.rmtree(sub, ignore_errors=True)
+        return result
+
+    def not_run(self, run_name: str, engine: str, why: str) -> dict:
+        """A run that cannot be made here, kept in the results with the reason (its rows say "not run")."""
+        result = {"engine": engine, "run": run_name, "steps": [], "checks": {}, "error": None, "not_run": why,
+                  "info": {}, "process": {}}
+        self.runs[run_name] = result
+        self.notes.append(f"{run_name}: not run: {why}.")
+        loud(f"{run_name}: NOT RUN: {why}")
         return result
 
     def lake_settings(self, warehouse: Path) -> dict:
@@ -346,7 +394,8 @@ class Run:
             write_toml: Callable[[Path, list[str]], None] | None = None, env: dict | None = None,
             before: Callable[[str, bool], None] | None = None,
             measure: Callable[[str], AbstractContextManager[dict]] | None = None,
-            retry: Callable[[str, dict], str | None] | None = None, relation: str = VIEW) -> dict:
+            retry: Callable[[str, dict], str | None] | None = None, relation: str = VIEW,
+            python: Path | str = VENV_PYTHON) -> dict:
         """lakecompact through its command line: each (step, argv, source paths) one process, timed whole.
         checks: name -> (after which command index, paths): a `sql` of the checksum query there (not timed).
         warehouse: an existing lake to work on (kept); default a new one under the run's work folder.
@@ -354,19 +403,22 @@ class Run:
         write_toml(path, source paths): the lake.toml (default lake_toml, a local lake); before(step, timed): called
         before each process; measure(step): a context around each process whose dict joins the step's info;
         retry(step, that dict): after a failed process, why to run it once more (None: do not);
-        relation: the view the checks read."""
-        if self.reused(run_name):
+        relation: the view the checks read; python: the environment whose lakecompact and pyspark run (the
+        launcher's, when one is given)."""
+        spark = spark_version(python)
+        if self.reused(run_name, spark):
             return self.runs[run_name]
         work = self.work / run_name.replace("@", "-").replace("=", "")
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         own_warehouse = warehouse is None and write_toml is None
         warehouse, toml = warehouse or work / "warehouse", work / "lake.toml"
-        exe = Path(sys.executable).parent / "lakecompact"
-        base = launcher or ([str(exe)] if exe.exists() else [sys.executable, "-m", "lakecompact"])
+        exe = Path(python).parent / "lakecompact"
+        base = launcher or ([str(exe)] if exe.exists() else [str(python), "-m", "lakecompact"])
         write_toml = write_toml or (lambda path, paths: self.lake_toml(path, warehouse, paths))
         result = {"engine": engine, "run": run_name, "steps": [], "checks": {}, "error": None,
-                  "info": {"command": " ".join(base)}, "process": {"seconds": 0.0, "peak_rss_mb": 0}}
+                  "info": {"command": " ".join(base), "spark_version": spark},
+                  "process": {"seconds": 0.0, "peak_rss_mb": 0}}
         self.runs[run_name] = result
         logs = BENCH / "logs" / self.name
 
@@ -469,28 +521,37 @@ class Run:
 
     def write(self, title: str, summary: list[dict], correctness: dict, reference_label: str,
               extra_md: str = "") -> None:
-        RESULTS.mkdir(parents=True, exist_ok=True)
+        self.results.mkdir(parents=True, exist_ok=True)
         for row in summary:  # a number taken while other processes held the CPUs says so next to it
             other = self.runs.get(row.get("run"), {}).get("process", {}).get("other_cpu_share")
             if other is not None and other > NOISY and "NOISY" not in row.get("note", ""):
                 row["note"] = (row.get("note") or "") + f"{'; ' if row.get('note') else ''}NOISY: other processes " \
                               f"used {other:.0%} of the CPUs during this run"
+            why = self.runs.get(row.get("run"), {}).get("not_run")
+            if why and "not run" not in (row.get("note") or ""):
+                row["note"] = f"not run: {why}"
         steps = [{"run": r, "engine": res["engine"], "step": s["step"], "seconds": s["seconds"],
                   "info": s.get("info", {})} for r, res in self.runs.items() for s in res["steps"]]
         doc = {"scenario": self.scenario, "title": title, "params": self.params, "machine": self.args.machine,
                "reference": reference_label, "summary": summary, "correctness": correctness,
                "failures": self.failures, "notes": self.notes, "steps": steps,
+               "spark_versions": {r: res.get("info", {}).get("spark_version") for r, res in self.runs.items()
+                                  if res["engine"] not in ("duckdb", "delta-rs") and not res.get("not_run")},
+               "not_run": {r: res["not_run"] for r, res in self.runs.items() if res.get("not_run")},
                "runs": {r: {k: v for k, v in res.items() if k != "steps"} for r, res in self.runs.items()}}
-        json_path = RESULTS / f"{self.name}.json"
+        json_path = self.results / f"{self.name}.json"
         json_path.write_text(json.dumps(doc, indent=1, default=str))
         md = render_markdown(doc, reference_label, extra_md)
-        (RESULTS / f"{self.name}.md").write_text(md)
-        chart = run_process([str(VENV_PYTHON), str(HERE / "chart.py"), str(json_path), str(RESULTS / f"{self.name}.png")],
-                            BENCH / "logs" / self.name / "chart.log")
+        (self.results / f"{self.name}.md").write_text(md)
+        chart = run_process([str(VENV_PYTHON), str(HERE / "chart.py"), str(json_path),
+                             str(self.results / f"{self.name}.png")], BENCH / "logs" / self.name / "chart.log")
         if chart["rc"]:
             log(f"chart failed: see {chart['log']}")
         print(md)
-        log(f"results: {json_path.relative_to(ROOT)}, .md, .png")
+        log(f"results: {json_path.relative_to(ROOT) if json_path.is_relative_to(ROOT) else json_path}, .md, .png")
+        if self.results != RESULTS:  # the page reports benchmarks/results only
+            log(f"docs/performance.md not written: these results are in {self.results}, not {RESULTS}")
+            return
         try:  # the page of every target's latest ratio, so that it never lags the results
             log(f"{write_performance_page().relative_to(ROOT)} written again from benchmarks/results/")
         except Exception as exc:  # noqa: BLE001 - the results are written; the page can be made later
@@ -517,6 +578,7 @@ def render_markdown(doc: dict, reference_label: str, extra_md: str) -> str:
     out = [f"# {doc['title']}", ""]
     out.append(f"Machine: {m['nproc']} cores (`nproc`), {m['memory_gib']} GiB memory, {m['cpu']}; {m['date']}; "
                f"{m['java']}; lakecompact {m['lakecompact_commit']}.  ")
+    out.append(spark_line(doc) + "  ")
     out.append("Parameters: " + ", ".join(f"{k} = {fmt(v) if isinstance(v, int) and not isinstance(v, bool) else str(v).lower()}" for k, v in p.items()) + ".")
     out.append("")
     out.append(f"Seconds are each engine's own step time (JVM start excluded) unless the step says whole process; "
@@ -549,6 +611,11 @@ def render_markdown(doc: dict, reference_label: str, extra_md: str) -> str:
         out.append("")
         out += [f"- **{f}**" for f in doc["failures"]]
         out.append("")
+    if doc.get("not_run"):
+        out.append("## Not run")
+        out.append("")
+        out += [f"- **{name}: not run**: {why}" for name, why in doc["not_run"].items()]
+        out.append("")
     out.append("## Processes")
     out.append("")
     out.append("\"CPU used by others\": the share of the machine's CPU time, during that run, used by processes outside "
@@ -558,9 +625,12 @@ def render_markdown(doc: dict, reference_label: str, extra_md: str) -> str:
     out.append("| --- | --- | ---: | ---: | ---: | --- |")
     for name, run in doc["runs"].items():
         info = run.get("info", {})
-        versions = ", ".join(f"{k} {v}" for k, v in info.items() if k in ("spark_version", "duckdb", "deltalake"))
+        versions = ", ".join(f"{'Spark' if k == 'spark_version' else k} {v}" for k, v in info.items()
+                             if k in ("spark_version", "duckdb", "deltalake"))
         if info.get("jars"):
             versions += "; " + ", ".join(info["jars"])
+        if run.get("not_run"):
+            versions = f"not run: {run['not_run']}"
         proc = run.get("process", {})
         other = proc.get("other_cpu_share")
         out.append(f"| {name} | {run['engine']} | {fmt(proc.get('seconds'), 1)} | {fmt(proc.get('peak_rss_mb'))} | "
@@ -575,6 +645,36 @@ def render_markdown(doc: dict, reference_label: str, extra_md: str) -> str:
     if doc["notes"]:
         out += ["", "## Notes", ""] + [f"- {n}" for n in doc["notes"]]
     return "\n".join(out) + "\n"
+
+
+def same_spark_note(run: Run) -> str:
+    """The Spark the run's Spark engines shared, and the peers' builds on it."""
+    versions = sorted({res.get("info", {}).get("spark_version") or "unknown" for res in run.runs.values()
+                       if res["engine"] not in ("duckdb", "delta-rs") and not res.get("not_run")})
+    jars = sorted({jar for name, res in run.runs.items() if name in PEERS
+                   for jar in res.get("info", {}).get("jars", []) if "spark" in jar})  # not their dependencies
+    where = f"Spark {' and '.join(versions)}" + (" (NOT one version: part of any difference is Spark's own)"
+                                                 if len(versions) > 1 else "")
+    return (f"lakecompact, the raw Spark reference and the peers run on {where}, "
+            f"local[{run.args.cores}], with the same driver memory and spark.sql.shuffle.partitions; the peers' "
+            f"builds: {', '.join(jars) or 'none ran'}.")
+
+
+def spark_line(doc: dict) -> str:
+    """Which Spark each Spark engine of the results ran on: every ratio between two of them carries the difference
+    when they are not the same."""
+    by_version: dict[str, list[str]] = {}
+    for name, version in (doc.get("spark_versions") or {
+            r: run.get("info", {}).get("spark_version") for r, run in doc["runs"].items()
+            if run["engine"] not in ("duckdb", "delta-rs")}).items():
+        by_version.setdefault(version or "unknown", []).append(name)
+    if not by_version:
+        return "Spark: no Spark engine ran."
+    if len(by_version) == 1:
+        version, names = next(iter(by_version.items()))
+        return f"Spark: {version} for every Spark engine ({', '.join(names)})."
+    return ("Spark: **not one version**: " + "; ".join(f"{v} ({', '.join(n)})" for v, n in by_version.items())
+            + ": part of a difference between them is Spark's own.")
 
 
 def summary_rows(run: Run, spec: list[tuple[str, str, str, list[str], str]], reference: dict[str, float | None]) -> list[dict]:
@@ -603,8 +703,8 @@ def _engines(args, default) -> list[str]:
 
 
 def land_snapshot(snap: dict, args, step: str = "land snapshot") -> tuple[list[dict], list[str]]:
-    """lakecompact's land ops for a snapshot: one `land` per --land-batch-files files, as if the files arrived
-    that way (a single land of a whole 1M-event snapshot ran out of heap at 8g when this was written)."""
+    """lakecompact's land ops for a snapshot: one `land` of every file, as the peers load it, or one per
+    --land-batch-files files, as if the files arrived that way."""
     files = sorted(str(f) for f in Path(snap["glob"]).parent.glob("*.jsonl"))
     size = args.land_batch_files or len(files)
     batches = [files[i:i + size] for i in range(0, len(files), size)]
@@ -748,13 +848,9 @@ def scenario_merge(args) -> None:
          "are to lakecompact's land."),
         (f"lakecompact lands the snapshot in {len(snap_steps)} land run(s) of at most {args.land_batch_files} files "
          f"({args.land_batch_files * args.events_per_file:,} events) each, as if the files arrived that way; the peers "
-         "load it in one go. One land of the whole 1M-event snapshot (2.8 GB of JSON) failed with "
-         "java.lang.OutOfMemoryError: Java heap space at spark.driver.memory = 8g, in-process and through the CLI "
-         "(--land-batch-files 0 reproduces it)." if len(snap_steps) > 1 else
-         "lakecompact lands the snapshot in one land run."),
-        ("Peers run on Spark 3.5.9 local[2] (delta-spark 3.3.2, iceberg-spark-runtime-3.5 1.10.1, hudi-spark3.5-bundle "
-         "1.1.1), lakecompact on the main env's Spark 4 local[2]: same driver memory and spark.sql.shuffle.partitions, "
-         "but not the same Spark version, so part of any difference is Spark's own."),
+         "load it in one go." if len(snap_steps) > 1 else
+         "lakecompact lands the snapshot in one land run, as the peers load it in one go."),
+        same_spark_note(run),
     ]
     correctness = run.correctness("duckdb" if "duckdb" in run.runs else next(iter(run.runs), None))
     run.write(f"merge: {n:,} rows + a change of {c:,} events", summary, correctness,
@@ -1381,7 +1477,10 @@ def scenario_cluster(args) -> None:
 
     # (a) local[2], a local warehouse and its embedded metastore: `lakecompact --config lake.toml …`, as the merge
     # scenario's lakecompact-cli
-    run.cli(LOCAL_RUN, commands, checks=checks)
+    # lakecompact on the Spark of the stack's cluster (run.py's own environment, whose pyspark stack.spark_home()
+    # and spark-submit use) in every run: the cluster's workers cannot run another, and local and cluster compare
+    # on one Spark
+    run.cli(LOCAL_RUN, commands, checks=checks, python=sys.executable)
 
     # (b) spark-submit on the stack's cluster, the warehouse on the stack's S3, the stack's metastore
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
@@ -1400,7 +1499,7 @@ def scenario_cluster(args) -> None:
         run.cli(CLUSTER_RUN, commands, checks=checks, engine="lakecompact spark-submit",
                 launcher=cluster.launcher(), write_toml=lambda path, paths: cluster.lake_toml(path, database, paths),
                 env=SUBMIT_ENV, before=before, measure=cluster.s3_requests, retry=cluster.retry,
-                relation=f"{database}.public_customers")
+                relation=f"{database}.public_customers", python=sys.executable)
         if mark is not None:
             whole = cluster.summarize(cluster.stack.s3_request_log(mark))
             run.runs[CLUSTER_RUN]["info"].update(warehouse=f"s3a://{cluster.stack.S3_BUCKET}/{prefix}warehouse",
@@ -1410,7 +1509,7 @@ def scenario_cluster(args) -> None:
             run.cli(LOCAL_S3_RUN, commands, checks=checks, engine="lakecompact-cli",
                     write_toml=lambda path, paths: cluster.lake_toml(path, f"{database}_local", paths, local=True),
                     before=lambda step, timed: cluster.ready(step, timed), measure=cluster.s3_requests,
-                    retry=cluster.retry, relation=f"{database}_local.public_customers")
+                    retry=cluster.retry, relation=f"{database}_local.public_customers", python=sys.executable)
         if cluster.found is not None and not args.keep_work:
             cluster.drop(run, [database, *([f"{database}_local"] if args.local_s3 else [])], [s_glob, c_glob])
     finally:
@@ -1509,11 +1608,13 @@ def scenario_cluster(args) -> None:
         ("S3 requests: from S3Proxy's request log between two marks around each process, this run's only (keys under "
          "its prefix, listings of it, and the bucket-level requests that name no key such as DeleteObjects); a copy "
          "is a request with x-amz-copy-source (CopyObject, UploadPartCopy)."),
-        ("Peers (Delta, Iceberg, Hudi): not run on S3 here. They run on Spark 3.5 (Scala 2.12) in .bench/venv35 and "
-         "cannot run on the stack's cluster, which is pyspark 4's Spark; on local[2] with an s3a warehouse they would "
-         "need hadoop-aws 3.3.4 with the AWS SDK v1 bundle (Spark 3.5's Hadoop 3.3.4; benchmarks/pom.xml has no such "
-         "profile) and their engine (benchmarks/engines/spark35_peers.py) puts its tables under a local work folder. "
-         "Their local numbers for the same data are in merge.md."),
+        (f"Every run here is lakecompact on the Spark of the stack's cluster (the main environment's pyspark "
+         f"{spark_version(sys.executable) or 'unknown'}), locally too, not on .bench/venv41's Spark as in the other "
+         "scenarios: the cluster's workers run that Spark, and local and cluster compare on one."),
+        ("Peers (Delta, Iceberg, Hudi): not run on S3 here. Their builds (benchmarks/pom.xml) are for .bench/venv41's "
+         "Spark 4.1 and cannot run on the stack's cluster, which runs the main environment's Spark; benchmarks/pom.xml "
+         "has no s3a profile for them, and their engine (benchmarks/engines/peers.py) puts its tables under a local "
+         "work folder. Their local numbers for the same data are in merge.md."),
     ]
     extra = _s3_tables(run, steps, whole)
     run.write(f"cluster: lakecompact on the stack's Spark cluster with the warehouse on S3 vs local[{args.cores}], "
@@ -1569,9 +1670,9 @@ def main() -> None:
                              "share of the difference, apart from the cluster's)")
     parser.add_argument("--shuffle-partitions", type=int, default=16)
     parser.add_argument("--events-per-file", type=int, default=25_000, help="events per kcat file")
-    parser.add_argument("--land-batch-files", type=int, default=10,
+    parser.add_argument("--land-batch-files", type=int, default=0,
                         help="lakecompact lands a snapshot this many files (x --events-per-file events) per land run; "
-                             "0: all in one run")
+                             "0 (the default): all in one run, as the peers load it")
     parser.add_argument("--batches", type=int, default=12, help="view-read: land batches in the hour")
     parser.add_argument("--repeat", type=int, default=3, help="times each timed read runs")
     parser.add_argument("--timeout", type=float, default=4 * 3600, help="seconds per engine process")
@@ -1587,6 +1688,10 @@ def main() -> None:
                              "the same parameters given")
     parser.add_argument("--name", help="results files benchmarks/results/<name>.{json,md,png} (default: the scenario), "
                         "e.g. merge-5m for a run at another size that should not replace the default run's results")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS,
+                        help="where the results files go (and --reuse / --report-only read them); docs/performance.md "
+                             "is written again only from the default, benchmarks/results (e.g. a scratch folder for "
+                             "small trial runs)")
     parser.add_argument("--merge-on-read", action="store_true",
                         help="lakecompact's tables with merge_on_read = true (docs/configuration.md: Merge-on-read)")
     parser.add_argument("--nice", type=int, default=10, help="raise this process's niceness to at least this")
@@ -1598,18 +1703,17 @@ def main() -> None:
         os.nice(args.nice - os.nice(0))
     if not VENV_PYTHON.exists():
         raise SystemExit(f"{VENV_PYTHON} missing: run `bash benchmarks/setup.sh` first")
-    sys.path.insert(0, str(ROOT))
-    try:
-        import lakecompact  # noqa: F401
-    except ImportError:
-        raise SystemExit(f"lakecompact is not importable by {sys.executable}: run with the project's Python") from None
+    if args.scenario == "cluster" and not spark_version(sys.executable):
+        raise SystemExit(f"the cluster scenario runs lakecompact on the stack's Spark, and {sys.executable} has no "
+                         "pyspark: run it with the project's Python (scripts/setup.sh)")
+    args.results_dir = args.results_dir.resolve()
     if args.buckets is None:
         rows = args.rows or {"merge": 1_000_000, "change-size": 1_000_000, "view-read": 1_000_000,
                             "cluster": 1_000_000}.get(args.scenario, 250_000)
         args.buckets = min(64, max(8, rows // 125_000))
     args.reuse_runs = {r.strip() for r in args.reuse.split(",") if r.strip()}
     if args.report_only:
-        previous = RESULTS / f"{args.name or args.scenario}.json"
+        previous = args.results_dir / f"{args.name or args.scenario}.json"
         if not previous.exists():
             raise SystemExit(f"--report-only: no {previous}")
         previous_doc = json.loads(previous.read_text())

@@ -49,10 +49,16 @@ def archive_path() -> Path:
     """One archive per JDK and Spark installation: a new one of either gets its own."""
     import pyspark
 
-    java = Path(java_binary()).resolve()
-    spark_home = Path(pyspark.__file__).resolve().parent
+    java, spark_home = _installation()
     stamp = f"{java}:{_mtime(java)}:{spark_home}:{pyspark.__version__}"
     return cache_dir() / f"{PREFIX}{pyspark.__version__}-{hashlib.sha1(stamp.encode()).hexdigest()[:12]}.jsa"
+
+
+def _installation() -> tuple[Path, Path]:
+    """The JDK and the Spark installation an archive is made for."""
+    import pyspark
+
+    return Path(java_binary()).resolve(), Path(pyspark.__file__).resolve().parent
 
 
 def java_options() -> list[str]:
@@ -67,6 +73,8 @@ def build(workload: Callable[[tuple[str, ...]], str]) -> Path | None:
     None when there is none to be had: commands then start without."""
     path = archive_path()
     if _usable(path):
+        if not _source_file(path).exists():  # made before archives recorded their installation
+            _record_installation(path)
         say(f"class archive: present ({path})")
         return path
     started = time.monotonic()
@@ -82,6 +90,7 @@ def build(workload: Callable[[tuple[str, ...]], str]) -> Path | None:
             warn("class archive: a JVM could not map the one just written; commands start without it")
             return None
         _size_file(path).write_text(str(dump.stat().st_size))
+        _record_installation(path)
         dump.replace(path)
     except (OSError, subprocess.SubprocessError) as exc:
         warn(f"class archive: not built ({exc}); commands start without it")
@@ -127,6 +136,11 @@ def _size_file(path: Path) -> Path:
     return path.with_name(f"{path.name}.size")
 
 
+def _source_file(path: Path) -> Path:
+    """The JDK and Spark installation the archive was made for, a path a line."""
+    return path.with_name(f"{path.name}.source")
+
+
 def _mtime(path: Path) -> int:
     try:
         return int(path.stat().st_mtime)
@@ -135,9 +149,29 @@ def _mtime(path: Path) -> int:
 
 
 def _remove_stale(keep: Path) -> None:
-    """Archives of a JDK or Spark no longer installed here, and dumps of builds that died (200 MB each)."""
+    """Dumps of builds that died (200 MB each), and the archives of a JDK or Spark no longer installed here or made
+    for this installation before it changed. Another installation's archive stays: two environments (a venv with
+    another pyspark) share the cache folder, and each would otherwise delete the other's at every build."""
+    mine = [str(p) for p in _installation()]
     for other in keep.parent.glob(f"{PREFIX}*"):
-        if other.name.endswith(PARTIAL) and time.time() - _mtime(other) < 3600:
-            continue  # another build may be writing it
-        if other.name not in (keep.name, _size_file(keep).name):
-            other.unlink(missing_ok=True)
+        if other.name.endswith(PARTIAL):
+            if time.time() - _mtime(other) >= 3600:  # younger: another build may be writing it
+                other.unlink(missing_ok=True)
+        elif other.suffix in (".size", ".source"):
+            if not other.with_suffix("").exists():
+                other.unlink(missing_ok=True)
+        elif other != keep and not _of_another_installation(other, mine):
+            for path in (other, _size_file(other), _source_file(other)):
+                path.unlink(missing_ok=True)
+
+
+def _record_installation(archive: Path) -> None:
+    _source_file(archive).write_text("\n".join(map(str, _installation())))
+
+
+def _of_another_installation(archive: Path, mine: list[str]) -> bool:
+    try:
+        made_for = _source_file(archive).read_text().splitlines()
+    except OSError:
+        return False
+    return made_for != mine and len(made_for) == 2 and all(Path(p).exists() for p in made_for)

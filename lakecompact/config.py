@@ -258,7 +258,7 @@ class TableConfig:
     keep_versions: int = 3
     toast_placeholder: str = TOAST_PLACEHOLDER
     change_feed: ChangeFeedMode = "net"
-    merge_on_read: bool = False
+    merge_on_read: bool = True
     delta_share: float = 0.25  # merge-on-read: a bucket is rewritten, its delta folded in, past this share of its rows
     hooks: tuple[HookConfig, ...] = ()
     topic: str | None = None

@@ -1,5 +1,6 @@
-"""Shared by the engine processes (Spark 4 main env, Spark 3.5 venv): the spec they get, the result they write,
-the checksum every engine computes the same way, and the parsing of the kcat files with Spark.
+"""Shared by the engine processes (all run by .bench/venv41's Python, the Spark ones on its pyspark 4.1): the spec
+they get, the result they write, the checksum every engine computes the same way, and the parsing of the kcat files
+with Spark.
 
 Every engine process is started as `python <engine>.py SPEC.json RESULT.json`; it appends its steps to
 RESULT.json as it goes (so a crash keeps the steps before it) and sets "error" when a step fails.

@@ -1,4 +1,5 @@
-"""lakecompact in one process (main Python env, Spark 4): the spec's ops against one warehouse.
+"""lakecompact in one process (.bench/venv41, on the same pyspark 4.1 as the peers): the spec's ops against one
+warehouse.
 
 ops: {"op": "land", "paths": [globs], "step": name, "database": other lake's database (optional)}
    | {"op": "compact", "step": name}

@@ -1,4 +1,4 @@
-"""References without Spark (run with .bench/venv35/bin/python):
+"""References without Spark (run with .bench/venv41/bin/python):
 
   duckdb    parses the kcat files (read_json + json_transform of the envelope) into parquet; the change is applied
             as a full rewrite: the latest row per key of base ∪ change (arg_max by LSN), deletes dropped,
@@ -6,7 +6,7 @@
   delta-rs  the `deltalake` package: the events parsed by DuckDB into Arrow (a step of its own), written with
             write_deltalake; the change (latest event per key by LSN, parsed the same way) applied with
             DeltaTable.merge (delete when matched and op = 'd', update when matched, insert when not matched).
-ops: as in spark35_peers.py.
+ops: as in peers.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The landing reference on the same Spark as lakecompact (main env): spark.read.json of the kcat files (schema
-inferred, the way one would do it by hand) and a parquet write of what it read. It does not decode the
+"""The landing reference on the same Spark as lakecompact and the peers (.bench/venv41): spark.read.json of the kcat
+files (schema inferred, the way one would do it by hand) and a parquet write of what it read. It does not decode the
 Debezium payloads: it is the floor for "read these events and write them as parquet".
 
 ops: {"op": "json-to-parquet", "paths": [...], "step": name}

@@ -1,5 +1,7 @@
-"""Incremental compaction: only the buckets the pending increments touch are rewritten; the others are
-carried forward as they are, file for file (docs/design.md "Incremental compaction")."""
+"""Incremental compaction of copy-on-write tables (`merge_on_read = false`): only the buckets the pending
+increments touch are rewritten; the others are carried forward as they are, file for file (docs/design.md
+"Incremental compaction"). Merge-on-read, the default, writes those buckets' deltas instead
+(test_merge_on_read.py)."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ def view_state(lake) -> dict[int, str]:
 
 
 def test_second_compaction_rewrites_only_the_touched_buckets(lake, monkeypatch):
-    lake.configure(defaults={"buckets": BUCKETS})
+    lake.configure(defaults={"buckets": BUCKETS, "merge_on_read": False})
     pg = Topic("pg.public.items", [("id", INT), ("name", TEXT)], ["id"])
     state = {i: f"n{i}" for i in KEYS}
     lake.write([pg.event("c", {"id": i, "name": n}, 1000 + i) for i, n in state.items()])
@@ -97,7 +99,7 @@ def test_the_touched_keys_are_shuffled_once_to_their_bucket(lake, monkeypatch):
     that reads them, which shuffles nothing more."""
     from lakecompact.compaction import compact as compact_module
 
-    lake.configure(defaults={"buckets": BUCKETS})
+    lake.configure(defaults={"buckets": BUCKETS, "merge_on_read": False})
     pg = Topic("pg.public.items", [("id", INT), ("name", TEXT)], ["id"])
     state = {i: f"n{i}" for i in KEYS}
     lake.write([pg.event("c", {"id": i, "name": n}, 1000 + i) for i, n in state.items()])

@@ -400,11 +400,11 @@ def test_a_rollback_killed_before_it_drops_the_feed_partition_leaves_no_rows_of_
 
 @pytest.fixture(scope="module")
 def four_versions(spark, tmp_path_factory):
-    """K = 2, 8 buckets: v1 writes every bucket, v2..v4 rewrite only key 1's bucket."""
+    """K = 2, 8 buckets, copy-on-write: v1 writes every bucket, v2..v4 rewrite only key 1's bucket."""
     from tests.support.lake import Lake
 
     lake = Lake(spark, tmp_path_factory.mktemp("keep_versions"), database_name(),
-                defaults={"buckets": 8, "keep_versions": 2})
+                defaults={"buckets": 8, "keep_versions": 2, "merge_on_read": False})
     pg = topic()
     lake.write([pg.event("c", {"id": i, "name": f"n{i}"}, 1000 + i) for i in KEYS])
     lake.land()

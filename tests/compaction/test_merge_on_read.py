@@ -132,7 +132,15 @@ def test_hard_deletes_rewrite_whole_buckets(lake):
     assert 1 not in view_state(lake) and len(view_state(lake)) == len(KEYS) - 1
 
 
-def test_merge_on_read_is_off_by_default(lake):
+def test_merge_on_read_is_the_default(lake):
     second = one_bucket_then_one_event(lake, {}, "u", "n1 v2")
+    assert (second.buckets_rewritten, second.deltas_written) == (0, 1)
+    assert sorted(bucket_locations(lake, T)) == [0, DELTA_BUCKETS_FROM]
+    assert view_state(lake) == {i: ("n1 v2" if i == 1 else f"n{i}") for i in KEYS}
+
+
+def test_copy_on_write_rewrites_the_touched_bucket(lake):
+    second = one_bucket_then_one_event(lake, {"merge_on_read": False}, "u", "n1 v2")
     assert (second.buckets_rewritten, second.deltas_written) == (1, 0)
     assert sorted(bucket_locations(lake, T)) == [0]
+    assert view_state(lake) == {i: ("n1 v2" if i == 1 else f"n{i}") for i in KEYS}

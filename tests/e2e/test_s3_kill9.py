@@ -3,7 +3,8 @@ warehouse on its S3 (S3Proxy, `s3a://`), the shared metastore and the event file
 downstream reader polls the change feeds.
 
 Every command is `spark-submit` in client mode on the stack's cluster (tests/e2e/support/cluster.submit_command),
-its executors on the two workers. A kill stops the driver at its step (LAKECOMPACT_STOP_AT), then kills it with
+with one executor (spark.cores.max = 1, on whichever worker the master picks): the protocols under test run on the
+driver, and a second executor JVM per driver would only slow the chain's 16 drivers on two cores. A kill stops the driver at its step (LAKECOMPACT_STOP_AT), then kills it with
 SIGKILL, its JVM and its Python, as a crash right there would. One history of two tables:
 
 1. a round landed and compacted cleanly (v1): the reader starts and sees v1's feed;
@@ -75,12 +76,12 @@ class Drivers:
     killed: dict[str, int] = field(default_factory=dict)
 
     def run(self, name: str, *args: str) -> Job:
-        job = self.jobs[name] = cluster.submit(self.st, self.folder, name, self.config, *args).finish()
+        job = self.jobs[name] = cluster.submit(self.st, self.folder, name, self.config, *args, cores=1).finish()
         assert "Traceback" not in job.stdout + job.stderr, job.tail()
         return job
 
     def kill_at(self, step: str, name: str, *args: str) -> Job:
-        job = self.jobs[name] = cluster.submit(self.st, self.folder, name, self.config, *args,
+        job = self.jobs[name] = cluster.submit(self.st, self.folder, name, self.config, *args, cores=1,
                                                LAKECOMPACT_STOP_AT=step)
         self.killed[name] = job.kill_when_stopped()
         return job

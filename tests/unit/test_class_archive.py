@@ -141,3 +141,26 @@ def test_a_garbage_collector_of_spark_defaults_conf_takes_the_place_of_lakecompa
     assert options.split()[0] == "-XX:+UseSerialGC" and "-XX:+UseParallelGC" not in options.split()
     values = _flags(options)  # a JVM given two collectors refuses to start
     assert (values["UseSerialGC"], values["UseParallelGC"]) == ("true", "false")
+
+
+def test_a_build_removes_the_archives_of_installations_that_are_gone_and_keeps_another_installed_ones(cache, tmp_path):
+    """Two environments with another pyspark each share the cache folder: neither's build deletes the other's."""
+    java, spark_home = (str(p) for p in class_archive._installation())
+    other_spark = tmp_path / "venv" / "pyspark"
+    other_spark.mkdir(parents=True)
+    archives = {"another installed": (java, str(other_spark)), "another gone": (java, str(tmp_path / "gone")),
+                "this one, earlier": (java, spark_home), "without a record": None}
+    cache.mkdir()
+    for n, (name, made_for) in enumerate(archives.items()):
+        archive = cache / f"{class_archive.PREFIX}4.{n}-{n:012d}.jsa"
+        archive.write_text(name)
+        class_archive._size_file(archive).write_text(str(len(name)))
+        if made_for:
+            class_archive._source_file(archive).write_text("\n".join(made_for))
+    (cache / f"{class_archive.PREFIX}orphan.jsa.size").write_text("1")
+    keep = class_archive.archive_path()
+    class_archive._remove_stale(keep)
+    left = sorted(p.name for p in cache.iterdir())
+    assert [p.read_text() for p in sorted(cache.glob("*.jsa"))] == ["another installed"]
+    assert len(left) == 3, left  # the archive, its size and its record
+

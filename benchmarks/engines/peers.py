@@ -1,13 +1,16 @@
-"""The table formats lakecompact is measured against, on Spark 3.5 local[2] (run with .bench/venv35/bin/python).
+"""The table formats lakecompact is measured against, on the benchmarks' Spark (pyspark 4.1 in .bench/venv41, the
+one lakecompact's engines run on too), local[2]; their builds are the ones benchmarks/pom.xml names.
 
 engine (spec["engine"]):
-  delta        Delta Lake 3.3.2: load = DataFrame write; change = MERGE INTO (copy-on-write rewrite of touched files)
+  delta        Delta Lake: load = DataFrame write; change = MERGE INTO (copy-on-write rewrite of touched files)
   delta-dv     the same with deletion vectors on (merge-on-read deletes)
-  iceberg-cow  Iceberg 1.10.1 (Hadoop catalog): INSERT; MERGE INTO with write.{merge,update,delete}.mode=copy-on-write
+  iceberg-cow  Iceberg (Hadoop catalog): INSERT; MERGE INTO with write.{merge,update,delete}.mode=copy-on-write
   iceberg-mor  the same with merge-on-read (position delete files)
-  hudi-cow     Hudi 1.1.1 COPY_ON_WRITE: bulk_insert; upsert with ordering (precombine) field lsn, deletes as
+  hudi-cow     Hudi COPY_ON_WRITE: bulk_insert; upsert with ordering (precombine) field lsn, deletes as
                _hoodie_is_deleted
   hudi-mor     the same, MERGE_ON_READ
+Hudi publishes no bundle for Spark 4: benchmarks/run.py reports its engines as not run, without starting this, as
+long as .bench/jars/hudi holds no jars.
 Every engine reads the same kcat files: spark.read.json with the kcat line schema, from_json of the Debezium
 envelope; the change is reduced to the latest event per key by LSN (max of struct(lsn, ...)), then
   WHEN MATCHED AND s.op = 'd' THEN DELETE / WHEN MATCHED THEN UPDATE / WHEN NOT MATCHED AND s.op <> 'd' THEN INSERT.
