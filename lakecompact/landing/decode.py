@@ -84,19 +84,63 @@ def from_avro_json(events: DataFrame, writer_schema: str) -> DataFrame:
 # parse for both parts (get_json_object would parse the message once per part); control characters are
 # allowed as get_json_object and json_object_keys allow them, so the three agree on what parses.
 _WRAPPER = struct_type([("schema", "STRING"), ("payload", "STRING")])
+_PAYLOAD_ONLY = struct_type([("payload", "STRING")])
 _WRAPPER_OPTIONS = {"allowUnquotedControlChars": "true"}
+# How Connect's JSON converter writes a value with its schema: no space, the schema first.
+_CONNECT_FORM = '{"schema":'
+_CONNECT_PAYLOAD = ',"payload":'
+# the value_schema_hash of the values that start with their topic's schema as written (`split_message`)
+SCHEMA_AS_WRITTEN = "written"
+SAMPLE_LINES = 1000
 
 
-def split_message(raw: DataFrame) -> DataFrame:
+def schemas_as_written(raw: DataFrame) -> dict[str, str]:
+    """Per topic, the text of a schema that values in Connect's form start with, among the first SAMPLE_LINES
+    lines: a whole JSON object, so that a value starting with `{"schema":` + it + `,"payload":` has that schema.
+    A few distinct texts reach the driver, not rows."""
+    head = raw.limit(SAMPLE_LINES).where(F.startswith("payload", F.lit(_CONNECT_FORM + "{")))
+    texts = head.select(F.col("__kafka_topic").alias("topic"),
+                        F.substring_index("payload", _CONNECT_PAYLOAD, 1).substr(len(_CONNECT_FORM) + 1, 1 << 30)
+                        .alias("text")).distinct().collect()
+    known: dict[str, str] = {}
+    for row in sorted(texts, key=lambda r: (r.topic or "", r.text or "")):
+        if row.topic is not None and row.topic not in known and _whole_object(row.text):
+            known[row.topic] = row.text
+    return known
+
+
+def _whole_object(text: str | None) -> bool:
+    try:
+        return isinstance(json.loads(text or ""), dict)
+    except ValueError:
+        return False
+
+
+def split_message(raw: DataFrame, known: dict[str, str] | None = None) -> DataFrame:
     """Separate the embedded schema from the payload of key and value; a null value is a Kafka tombstone.
-    The raw columns stay, with any others of `raw`."""
+    The raw columns stay, with any others of `raw`.
+
+    `known` (of `schemas_as_written`; docs/design.md "Landing protocol"): a value that starts with its topic's schema
+    text as written is not parsed for it (parsed and written out again per event, as a string, the schema costs more
+    than the rest of the message); its `value_schema_hash` is SCHEMA_AS_WRITTEN and its `value_schema` null, the
+    text being known. Other values have their schema parsed."""
     # Each message is parsed once, in a projection of its own: every column below reads the parse, and Spark
     # keeps a projection apart when folding it in would evaluate an expensive expression more than once (inside
     # CASE WHEN branches it would parse the value up to three times).
     value_bytes = F.col("__value_bytes")
+    as_written = F.lit(False)
+    if known:
+        prefixes = F.create_map(*[part for topic, text in sorted(known.items())
+                                  for part in (F.lit(topic), F.lit(_CONNECT_FORM + text + _CONNECT_PAYLOAD))])
+        as_written = F.coalesce(F.startswith("payload", prefixes[F.col("__kafka_topic")]), F.lit(False))
+    value = F.when(as_written, F.struct(
+        F.lit(None).cast("string").alias("schema"),
+        F.from_json("payload", _PAYLOAD_ONLY, _WRAPPER_OPTIONS)["payload"].alias("payload"),
+    )).otherwise(F.from_json("payload", _WRAPPER, _WRAPPER_OPTIONS))
     parsed = raw.select(
         "*",
-        F.from_json("payload", _WRAPPER, _WRAPPER_OPTIONS).alias("__value"),
+        value.alias("__value"),
+        as_written.alias("__as_written"),
         F.from_json("key", _WRAPPER, _WRAPPER_OPTIONS).alias("__key"),
         # Confluent wire format: magic byte 0, a 4-byte schema id, then Avro binary
         (value_bytes.isNotNull() & (F.length(value_bytes) >= 5) & (F.hex(value_bytes.substr(1, 1)) == "00"))
@@ -104,7 +148,7 @@ def split_message(raw: DataFrame) -> DataFrame:
     )
     # The top-level keys of value and key, parsed again only when the first parse cannot tell whether the text is
     # Connect's {"schema": ..., "payload": ...} (a null or missing schema): one with a schema is classified by it.
-    with_schema = F.col("__value.schema").isNotNull() & F.col("__value.payload").isNotNull()
+    with_schema = (F.col("__value.schema").isNotNull() | F.col("__as_written")) & F.col("__value.payload").isNotNull()
     key_with_schema = F.col("__key.schema").isNotNull() & F.col("__key.payload").isNotNull()
     parsed = parsed.select(
         "*",
@@ -123,6 +167,7 @@ def split_message(raw: DataFrame) -> DataFrame:
         .alias("value_json"),
         value_schema.alias("value_schema"),
         F.when(avro, F.concat(F.lit(AVRO_PREFIX), schema_id))
+        .when(F.col("__as_written") & value_wrapped, F.lit(SCHEMA_AS_WRITTEN))
         .otherwise(F.sha2(value_schema, 256).substr(1, 16)).alias("value_schema_hash"),
         F.when(key_wrapped, F.col("__key.payload")).otherwise(F.col("key")).alias("key_json"),
         F.when(key_wrapped, F.col("__key.schema")).alias("key_schema"),

@@ -285,22 +285,29 @@ class Landing:
         """`one_pass`: the big files that the batch holds whole, unchanged since planned, are read in one pass
         without numbering their lines (the batch kept in memory needs no origins)."""
         unnumbered = files.unchanged_whole(self.storage, list(intent.files or ())) if one_pass else []
+        known = decode.schemas_as_written(self._read(intent, unnumbered))
+
+        def split(raw: DataFrame) -> DataFrame:
+            return decode.split_message(raw, known)
+
         # read and parsed once for the batch, and kept in memory without the texts only the quarantine reads:
         # what is quarantined (most batches have nothing) is read from the source again, texts and all
-        read = decode.without_texts(decode.split_message(self._read(intent, unnumbered))).persist()
+        read = decode.without_texts(split(self._read(intent, unnumbered))).persist()
         try:
-            return self._land_read(intent, read, unnumbered)
+            return self._land_read(intent, read, unnumbered, split, known)
         finally:
             read.unpersist()
 
-    def _land_read(self, intent: LandIntent, read: DataFrame, unnumbered: list[files.FileRange]) -> LandReport:
+    def _land_read(self, intent: LandIntent, read: DataFrame, unnumbered: list[files.FileRange],
+                   split: Callable[[DataFrame], DataFrame], known: dict[str, str]) -> LandReport:
         batch, hour = intent.batch, intent.hour
 
         @functools.cache
         def as_came() -> DataFrame:  # the batch as it came, planned (its files listed) only for what is quarantined
-            return decode.split_message(self._read(intent))
+            return split(self._read(intent))
 
         groups, not_events, not_event_topics = self._groups(read)  # the pass that reads the batch into memory
+        groups = [_with_schema_text(group, known) for group in groups]
         files.require_still_planned(self.storage, unnumbered)
         self._metastore_ready()
         for table in self.catalog.tables():
@@ -644,6 +651,13 @@ def _by_topic(groups: list[Row]) -> list[tuple[str, list[Row]]]:
     for group in groups:
         by_topic.setdefault(group.topic, []).append(group)
     return sorted(by_topic.items())
+
+
+def _with_schema_text(group: Row, known: dict[str, str]) -> Row:
+    """A group whose schema was taken as written (decode.split_message) with that schema's text."""
+    if group.value_schema_hash != decode.SCHEMA_AS_WRITTEN:
+        return group
+    return Row(**{**group.asDict(), "value_schema": known[group.topic]})
 
 
 def _same_schema(group: Row):
