@@ -36,16 +36,21 @@ def topic_with_email(before: Topic) -> Topic:
     return after
 
 
+def table_of(lake) -> str:
+    """The table a test works in: T, or its own table of the shared lake (OneTable)."""
+    return getattr(lake, "table", T)
+
+
 def table_dir(lake) -> Path:
-    return lake.tmp / "warehouse" / lake.database / T
+    return lake.tmp / "warehouse" / lake.database / table_of(lake)
 
 
 def base_version(lake) -> int:
-    return int(Catalog(lake.spark, lake.config).properties(f"{T}_base")[VERSION_PROPERTY])
+    return int(Catalog(lake.spark, lake.config).properties(f"{table_of(lake)}_base")[VERSION_PROPERTY])
 
 
 def pending(lake) -> list[int]:
-    return sorted(int(p["__batch"]) for p in Catalog(lake.spark, lake.config).partitions(f"{T}_increments"))
+    return sorted(int(p["__batch"]) for p in Catalog(lake.spark, lake.config).partitions(f"{table_of(lake)}_increments"))
 
 
 def manifest(lake, version: int) -> dict:
@@ -62,7 +67,7 @@ def archived(lake) -> list[int]:
 
 def base_ids(lake) -> list[int]:
     """Keys in the base (soft-deleted ones included): each exactly once."""
-    return sorted(r["id"] for r in lake.base(T))
+    return sorted(r["id"] for r in lake.base(table_of(lake)))
 
 
 def without_landed_at(rows: list[dict]) -> list[dict]:
@@ -77,22 +82,67 @@ def as_rows(state: dict) -> list[dict]:
     return [{"id": k, "name": v} for k, v in sorted(state.items())]
 
 
-def land_two_batches_compact_first(lake) -> Topic:
-    """Batch 1 (keys 1..6) compacted into v1; batch 2 (updates 1 and 4, deletes 6, creates 7) landed."""
-    pg = topic()
-    lake.write([pg.event("c", {"id": i, "name": n}, 100 + i) for i, n in V1.items()])
-    lake.land()
-    lake.compact()
-    assert base_version(lake) == 1
-    lake.write([
+def batch_2(pg: Topic) -> list[dict]:
+    """Updates 1 and 4, deletes 6, creates 7."""
+    return [
         pg.event("u", {"id": 1, "name": "n1 v2"}, 201),
         pg.event("u", {"id": 4, "name": "n4 v2"}, 204),
         pg.event("d", {"id": 6, "name": "n6"}, 206),
         pg.event("c", {"id": 7, "name": "n7"}, 207),
-    ])
+    ]
+
+
+class OneTable:
+    """A test's own table in the lake of `two_batches`, which the other tests' tables share: the lake's methods,
+    but `compact()` compacts this table only, and the helpers above read this table."""
+
+    def __init__(self, lake, table: str, topic: Topic):
+        self._lake, self.table, self.topic = lake, table, topic
+
+    def __getattr__(self, name):
+        return getattr(self._lake, name)
+
+    def compact(self, *tables: str):
+        return self._lake.compact(*(tables or (self.table,)))
+
+
+SETTINGS_MERGE_ON_READ = {"merge_on_read": True, "delta_share": 1e9}
+
+
+@pytest.fixture(scope="module")
+def two_batches(spark, tmp_path_factory, request):
+    """For each test of this module that uses `items`, a table of its own in one lake, each as the test would have
+    made it alone: batch 1 (keys 1..6) compacted into v1; batch 2 (updates 1 and 4, deletes 6, creates 7) landed.
+    One land, compaction and land for them all, rather than one each. A test's table, with
+    `merge_on_read` among its parameters, has the settings of that parameter; the others the defaults."""
+    from tests.support.lake import Lake
+
+    tests = [item for item in request.session.items
+             if item.module is request.module and "items" in getattr(item, "fixturenames", ())]
+    tables = {item.name: f"{T}_{n}" for n, item in enumerate(tests)}
+    merge_on_read = {item.name for item in tests if getattr(item, "callspec", None)
+                     and item.callspec.params.get("merge_on_read")}
+    lake = Lake(spark, tmp_path_factory.mktemp("two_batches"), database_name(),
+                tables={tables[name]: SETTINGS_MERGE_ON_READ for name in merge_on_read})
+    topics = {name: Topic(f"pg.public.{table.removeprefix('public_')}", [("id", INT), ("name", TEXT)], ["id"])
+              for name, table in tables.items()}
+    lake.write([pg.event("c", {"id": i, "name": n}, 100 + i) for pg in topics.values() for i, n in V1.items()])
     lake.land()
-    assert pending(lake) == [2]
-    return pg
+    lake.compact()
+    handed = {name: OneTable(lake, table, topics[name]) for name, table in tables.items()}
+    for one in handed.values():
+        assert base_version(one) == 1
+    lake.write([event for pg in topics.values() for event in batch_2(pg)])
+    lake.land()
+    for one in handed.values():
+        assert pending(one) == [2]
+    return handed
+
+
+@pytest.fixture
+def items(two_batches, request) -> OneTable:
+    """This test's table of `two_batches`: v1 compacted, batch 2 pending."""
+    return two_batches[request.node.name]
 
 
 @pytest.mark.parametrize(
@@ -106,10 +156,10 @@ def land_two_batches_compact_first(lake) -> Topic:
     ],
 )
 @pytest.mark.parametrize("merge_on_read", [False, True], ids=["rewrite", "deltas"])
-def test_crash_after_manifest_before_swap_is_finished_by_next_run(lake, monkeypatch, crash_at, merge_on_read):
-    if merge_on_read:  # v2 writes deltas: recovery adds their partitions beside the buckets
-        lake.configure(defaults={"merge_on_read": True, "delta_share": 1e9})
-    land_two_batches_compact_first(lake)
+def test_crash_after_manifest_before_swap_is_finished_by_next_run(items, monkeypatch, crash_at, merge_on_read):
+    # merge_on_read: the table's settings are SETTINGS_MERGE_ON_READ (two_batches): v2 writes deltas, and recovery
+    # adds their partitions beside the buckets
+    lake, T = items, items.table
     owner, name, when = crash_at
     crash_once(monkeypatch, owner, name, when)
     with pytest.raises(Crash):
@@ -128,6 +178,7 @@ def test_crash_after_manifest_before_swap_is_finished_by_next_run(lake, monkeypa
 
 def assert_version_2_committed_once(lake):
     """After the second compaction, however it was interrupted: base, increments, view and feed as if it had not been."""
+    T = table_of(lake)
     assert base_version(lake) == 2
     assert pending(lake) == [] and archived(lake) == [1, 2]
     assert lake.view(T) == as_rows(V2)
@@ -136,8 +187,8 @@ def assert_version_2_committed_once(lake):
     assert sorted((r["__version"], r["n"]) for r in changes) == [(1, 6), (2, 4)]
 
 
-def test_crash_before_the_manifest_leaves_garbage_the_next_run_replaces(lake, monkeypatch):
-    land_two_batches_compact_first(lake)
+def test_crash_before_the_manifest_leaves_garbage_the_next_run_replaces(items, monkeypatch):
+    lake, T = items, items.table
     crash_once(monkeypatch, Manifests, "write", lambda self, m: m.version == 2)
     with pytest.raises(Crash):
         lake.compact()
@@ -152,8 +203,8 @@ def test_crash_before_the_manifest_leaves_garbage_the_next_run_replaces(lake, mo
     assert_version_2_committed_once(lake)
 
 
-def test_crash_after_swap_before_archive_is_finished_by_next_run(lake, monkeypatch):
-    land_two_batches_compact_first(lake)
+def test_crash_after_swap_before_archive_is_finished_by_next_run(items, monkeypatch):
+    lake, T = items, items.table
     crash_once(monkeypatch, Compactor, "_archive", lambda self, consumed: 2 in [b for _, b in consumed])
     with pytest.raises(Crash):
         lake.compact()
@@ -272,11 +323,12 @@ def test_a_feed_version_a_compaction_publishes_while_a_land_changes_the_schema_s
     assert feed == [{"__version": 1, "id": 1}, {"__version": 2, "id": 1, "email": "b@x"}]
 
 
-def test_a_landed_batch_whose_folder_is_gone_stops_compaction_naming_it_and_how_to_forget_it(lake):
+def test_a_landed_batch_whose_folder_is_gone_stops_compaction_naming_it_and_how_to_forget_it(items):
     """An increment folder deleted outside lakecompact: compaction changes nothing and names the batch, its folder and
     the statement that forgets it; run in Spark SQL (as `lakecompact sql` runs it), the next compaction folds the
     other pending batch."""
-    pg = land_two_batches_compact_first(lake)
+    lake, T = items, items.table
+    pg = lake.topic
     lake.write([pg.event("u", {"id": 2, "name": "n2 v3"}, 302)])
     lake.land()
     assert pending(lake) == [2, 3]
@@ -299,8 +351,8 @@ def test_a_landed_batch_whose_folder_is_gone_stops_compaction_naming_it_and_how_
     assert lake.view(T) == as_rows({**V1, 2: "n2 v3"})
 
 
-def test_rollback_goes_back_one_version_and_the_next_compaction_redoes_it(lake):
-    land_two_batches_compact_first(lake)
+def test_rollback_goes_back_one_version_and_the_next_compaction_redoes_it(items):
+    lake, T = items, items.table
     base_v1 = lake.base(T)
     lake.compact()
     assert base_version(lake) == 2 and pending(lake) == []
@@ -315,7 +367,7 @@ def test_rollback_goes_back_one_version_and_the_next_compaction_redoes_it(lake):
     assert lake.view(T) == as_rows(V2)  # unchanged: base v1 + pending batch 2
     feed = f"SELECT DISTINCT __version FROM `{lake.database}`.`{T}_changes`"
     assert lake.rows(feed) == [{"__version": 1}]  # the rolled-back version's changes are gone from the feed
-    [row] = status(None, lake.config)  # from the files alone
+    [row] = [r for r in status(None, lake.config) if r["table"] == f"{lake.database}.{T}"]  # from the files alone
     assert (row["base_version"], row["base_rows"], row["live_rows"]) == (1, 6, 6)
     assert (row["pending_batches"], row["pending_events"], row["change_feed_versions"]) == (1, 4, [1])
 
@@ -342,10 +394,10 @@ def test_rollback_goes_back_one_version_and_the_next_compaction_redoes_it(lake):
     assert 1 <= rows[-1]["buckets_rewritten"] <= 4 and rows[-1]["seconds"] > 0
 
 
-def test_a_rollback_whose_archived_batch_is_gone_changes_nothing_and_names_it(lake, tmp_path):
+def test_a_rollback_whose_archived_batch_is_gone_changes_nothing_and_names_it(items, tmp_path):
     """The archive pruned outside lakecompact (it only grows): a rollback past a version whose batch is gone would
     make the batch pending without its events, which every read would leave out; it stops, exit 7, naming it."""
-    land_two_batches_compact_first(lake)
+    lake, T = items, items.table
     lake.compact()
     catalog = Catalog(lake.spark, lake.config)
     [[hour, batch]] = [pair for pair in manifest(lake, 2)["consumed"]]
@@ -367,8 +419,8 @@ def test_a_rollback_whose_archived_batch_is_gone_changes_nothing_and_names_it(la
     assert pending(lake) == [2] and lake.view(T) == as_rows(V2)
 
 
-def test_a_rollback_killed_before_it_retires_the_version_is_undone_by_the_next_run(lake, monkeypatch):
-    land_two_batches_compact_first(lake)
+def test_a_rollback_killed_before_it_retires_the_version_is_undone_by_the_next_run(items, monkeypatch):
+    lake, T = items, items.table
     lake.compact()
     # killed with batch 2 pending again and version 2 still the latest manifest: v2 has consumed batch 2
     crash_once(monkeypatch, Manifests, "retire")
@@ -381,11 +433,11 @@ def test_a_rollback_killed_before_it_retires_the_version_is_undone_by_the_next_r
     assert_version_2_committed_once(lake)
 
 
-def test_a_rollback_killed_before_it_drops_the_feed_partition_leaves_no_rows_of_the_retired_version(lake, monkeypatch):
+def test_a_rollback_killed_before_it_drops_the_feed_partition_leaves_no_rows_of_the_retired_version(items, monkeypatch):
     """The retired version's feed folder goes before its partition: killed in between, the feed holds a partition
     with no folder (read as empty; the version's next compaction publishes it again), never a retired version's
     rows, which a schema change (it registers the feed versions found on disk) would also bring back."""
-    land_two_batches_compact_first(lake)
+    lake, T = items, items.table
     lake.compact()
     crash_once(monkeypatch, Catalog, "drop_partitions", when=lambda self, table, specs: table == f"{T}_changes")
     with pytest.raises(Crash):
