@@ -1,8 +1,10 @@
-"""The landing reference on the same Spark as lakecompact and the peers (.bench/venv41): spark.read.json of the kcat
-files (schema inferred, the way one would do it by hand) and a parquet write of what it read. It does not decode the
-Debezium payloads: it is the floor for "read these events and write them as parquet".
+"""The landing references on the same Spark as lakecompact and the peers (.bench/venv41).
 
-ops: {"op": "json-to-parquet", "paths": [...], "step": name}
+events-to-parquet: the peers' load step without their table format: the kcat lines read with their schema, the
+Debezium envelope parsed with a schema known in advance (common.spark_events), the rows written as parquet.
+json-to-parquet: spark.read.json of the kcat files (schema inferred, as one would by hand), written as it was read.
+
+ops: {"op": "events-to-parquet" | "json-to-parquet", "paths": [...], "step": name}
 """
 
 from __future__ import annotations
@@ -12,7 +14,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import run_main, spark_session
+from common import run_main, spark_events, spark_session
+
+_LOADS = {
+    "events-to-parquet": spark_events,
+    "json-to-parquet": lambda spark, paths: spark.read.json(paths),
+}
 
 
 def body(spec: dict, rec) -> None:
@@ -24,11 +31,11 @@ def body(spec: dict, rec) -> None:
 
     rec.result["info"].update(spark_version=spark.version, pyspark=pyspark.__version__)
     for i, op in enumerate(spec["ops"]):
-        if op["op"] != "json-to-parquet":
+        if op["op"] not in _LOADS:
             raise ValueError(f"unknown op {op['op']}")
         target = str(work / f"raw-{i}")
         with rec.step(op["step"]) as info:
-            spark.read.json(op["paths"]).write.mode("overwrite").parquet(target)
+            _LOADS[op["op"]](spark, op["paths"]).write.mode("overwrite").parquet(target)
         info["rows"] = spark.read.parquet(target).count()
     spark.stop()
 

@@ -34,7 +34,7 @@ def test_every_target_has_its_latest_ratio_and_a_chart():
     assert len(table) == len(report.TARGETS)
     for row in table:
         latest = row.split(" | ")[2]
-        assert re.match(r"\*\*[0-9.]+×?\*\* \(", latest), row
+        assert re.match(r"\*\*[0-9.]+(×| GB)?\*\* \(", latest), row
 
 
 def test_links_are_relative_paths_that_exist_and_no_commit_is_named():
