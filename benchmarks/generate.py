@@ -3,11 +3,18 @@
     python benchmarks/generate.py snapshot OUT_DIR --rows N
     python benchmarks/generate.py change OUT_DIR --rows C --key-lo 0 --key-hi N --salt 1 \
         --first-offset N --first-lsn L --insert-start N
+    python benchmarks/generate.py snapshot OUT_DIR --rows N --format json-no-schema
+    python benchmarks/generate.py snapshot OUT_DIR --rows N --format avro --kafka HOST:PORT --topic T \
+        --value-schema-id 1 --key-schema-id 2 --jars SPARK_KAFKA_AND_AVRO_JARS
 
 Table public.customers (topic dbserver1.public.customers): id BIGINT key, name TEXT, score INT, bio TEXT
 (100 characters). Each line is {"topic", "partition", "offset", "tstype", "ts", "broker", "key", "payload"},
 key and payload being Kafka Connect JSON text with the schema embedded (JsonConverter schemas.enable=true),
-the envelope as Debezium's PostgreSQL connector writes it (see tests/support/debezium.py).
+the envelope as Debezium's PostgreSQL connector writes it (see tests/support/debezium.py). --format json-no-schema:
+the same without the schema (schemas.enable=false). --format avro: the same events as Kafka messages in Confluent's
+wire format (magic byte 0, the schema id, Avro binary; key and value, as AvroConverter writes them, the schemas
+`avro_schema(key_schema())` and `avro_schema(value_schema())` registered under those ids), produced by Spark's
+to_avro into topic T of --partitions partitions (a topic that already holds the N events is kept as it is).
 
 snapshot: N events op "r", ids 0..N-1, all with the snapshot's LSN.
 change:   C events, LSNs increasing: event j is a delete when j % 10 == 0 (a distinct key ≡ 0 mod 10 of
@@ -15,7 +22,7 @@ change:   C events, LSNs increasing: event j is a delete when j % 10 == 0 (a dis
           when j % 10 == 1, else an update of a pseudo-random key of [key_lo, key_hi) that is not ≡ 0 mod 10
           (a key may be updated more than once). So 80% updates, 10% deletes, 10% inserts.
 Writes OUT_DIR/part-00000.jsonl … (--events-per-file events each, in offset order) and OUT_DIR/meta.json
-with what the next change needs (next offset, LSN, insert key).
+with what the next change needs (next offset, LSN, insert key); with --format avro only OUT_DIR/meta.json.
 """
 
 from __future__ import annotations
@@ -65,6 +72,27 @@ def key_schema() -> dict:
             "optional": False, "name": f"{TOPIC}.Key"}
 
 
+_AVRO_TYPES = {"int64": "long", "int32": "int", "string": "string"}
+
+
+def avro_schema(connect: dict, named: set[str] | None = None) -> dict | list | str:
+    """The Avro schema Confluent's AvroConverter registers for a Connect schema: a struct is a record of its
+    name (defined once, then named), an optional field a union with null first and default null."""
+    named = set() if named is None else named
+    if connect["type"] != "struct":
+        avro = _AVRO_TYPES[connect["type"]]
+    elif connect["name"] in named:
+        avro = connect["name"]
+    else:
+        named.add(connect["name"])
+        namespace, _, name = connect["name"].rpartition(".")
+        fields = [{"name": f["field"], "type": avro_schema(f, named), **({"default": None} if f["optional"] else {})}
+                  for f in connect["fields"]]
+        avro = {"type": "record", "name": name, "namespace": namespace, "fields": fields,
+                "connect.name": connect["name"]}
+    return ["null", avro] if connect.get("optional") else avro
+
+
 def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -73,26 +101,36 @@ def _compact(obj) -> str:
     return json.dumps(obj, separators=(",", ":"))
 
 
-def _line_sql(events: str) -> str:
-    """kcat -J columns from a relation of (offset, id, op, name, score, bio, lsn, ts, tombstone)."""
-    vs, ks = _lit(_compact(value_schema())), _lit(_compact(key_schema()))
-    image = "to_json({'id': id, 'name': name, 'score': score, 'bio': bio})"
-    key_only = "to_json({'id': id, 'name': NULL::VARCHAR, 'score': NULL::INTEGER, 'bio': NULL::VARCHAR})"
-    payload = (
-        f"'{{\"schema\":' || {vs} || ',\"payload\":{{\"before\":' || "
-        f"(CASE WHEN op = 'd' THEN {key_only} ELSE 'null' END) || ',\"after\":' || "
-        f"(CASE WHEN op = 'd' THEN 'null' ELSE {image} END) || "
-        "',\"source\":{\"version\":\"3.6.1.Final\",\"connector\":\"postgresql\",\"name\":\"dbserver1\",\"ts_ms\":' || ts || "
-        "',\"snapshot\":\"' || (CASE WHEN op = 'r' THEN 'true' ELSE 'false' END) || "
-        "'\",\"db\":\"inventory\",\"sequence\":null,\"ts_us\":' || (ts * 1000) || ',\"ts_ns\":' || (ts * 1000000) || "
-        "',\"schema\":\"public\",\"table\":\"customers\",\"txId\":' || (700 + lsn // 800) || ',\"lsn\":' || lsn || "
-        "',\"xmin\":null},\"op\":\"' || op || '\",\"ts_ms\":' || (ts + 5) || '}}'"
+def _envelope(events: str) -> str:
+    """(offset, id, envelope, tombstone) of a relation of (offset, id, op, name, score, bio, lsn, ts, tombstone): the
+    Debezium envelope as a DuckDB struct, whose to_json is the Connect JSON payload and whose fields are those of
+    avro_schema(value_schema())."""
+    image = "{'id': id, 'name': name, 'score': score, 'bio': bio}"
+    key_only = "{'id': id, 'name': NULL::VARCHAR, 'score': NULL::INTEGER, 'bio': NULL::VARCHAR}"
+    source = (
+        "{'version': '3.6.1.Final', 'connector': 'postgresql', 'name': 'dbserver1', 'ts_ms': ts, "
+        "'snapshot': CASE WHEN op = 'r' THEN 'true' ELSE 'false' END, 'db': 'inventory', 'sequence': NULL::VARCHAR, "
+        "'ts_us': ts * 1000, 'ts_ns': ts * 1000000, 'schema': 'public', 'table': 'customers', "
+        "'txId': 700 + lsn // 800, 'lsn': lsn, 'xmin': NULL::BIGINT}"
     )
-    key = f"'{{\"schema\":' || {ks} || ',\"payload\":{{\"id\":' || id || '}}}}'"
+    envelope = (
+        f"{{'before': CASE WHEN op = 'd' THEN {key_only} END, 'after': CASE WHEN op = 'd' THEN NULL ELSE {image} END, "
+        f"'source': {source}, 'op': op, 'ts_ms': ts + 5}}"
+    )
+    return f"SELECT \"offset\", id, {envelope} AS envelope, tombstone FROM ({events})"
+
+
+def _line_sql(events: str, schemas: bool) -> str:
+    """kcat -J columns; key and payload with the Connect schema embedded, or (`schemas` false) without."""
+    payload, key = "to_json(envelope)::VARCHAR", "'{\"id\":' || id || '}'"
+    if schemas:
+        vs, ks = _lit(_compact(value_schema())), _lit(_compact(key_schema()))
+        payload = f"'{{\"schema\":' || {vs} || ',\"payload\":' || {payload} || '}}'"
+        key = f"'{{\"schema\":' || {ks} || ',\"payload\":' || {key} || '}}'"
     return (
         f"SELECT '{TOPIC}' AS topic, 0 AS partition, \"offset\", 'create' AS tstype, {TS0} + \"offset\" AS ts, "
         f"1 AS broker, {key} AS key, CASE WHEN tombstone THEN NULL ELSE {payload} END AS payload "
-        f"FROM ({events}) ORDER BY \"offset\""
+        f"FROM ({_envelope(events)}) ORDER BY \"offset\""
     )
 
 
@@ -138,11 +176,83 @@ def change_events(lo: int, hi: int, a: argparse.Namespace) -> str:
     return f"{values} UNION ALL {tombstones}"
 
 
+def produce_avro(envelopes: Path, a: argparse.Namespace) -> int:
+    """The envelopes (a parquet of _envelope's columns) as Avro messages into topic a.topic; the bytes of their
+    values. A topic that holds as many events already is kept (producing is the slow part of a run's setup)."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import to_avro
+
+    spark = (SparkSession.builder.master(f"local[{a.threads}]").config("spark.jars", a.jars)
+             .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
+             .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+
+    def wire(schema_id: int, column, connect: dict):
+        return F.concat(F.unhex(F.lit(f"00{schema_id:08X}")), to_avro(column, json.dumps(avro_schema(connect))))
+
+    rows = spark.read.parquet(str(envelopes))
+    messages = rows.select(wire(a.key_schema_id, F.struct("id"), key_schema()).alias("key"),
+                           wire(a.value_schema_id, F.col("envelope"), value_schema()).alias("value"))
+    if _topic_events(spark, a) != a.rows:
+        _new_topic(spark, a)
+        messages.write.format("kafka").option("kafka.bootstrap.servers", a.kafka).option("topic", a.topic).save()
+    size = messages.agg(F.sum(F.length("value"))).first()[0]
+    spark.stop()
+    return int(size)
+
+
+def _kafka_properties(spark, a: argparse.Namespace):
+    props = spark._jvm.java.util.Properties()
+    bytes_ = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
+    for key, value in {"bootstrap.servers": a.kafka, "key.deserializer": bytes_, "value.deserializer": bytes_}.items():
+        props.setProperty(key, value)
+    return props
+
+
+def _topic_events(spark, a: argparse.Namespace) -> int | None:
+    """The events topic a.topic holds (the sum of its partitions' end offsets), None when there is no such topic."""
+    jvm = spark._jvm
+    consumer = jvm.org.apache.kafka.clients.consumer.KafkaConsumer(_kafka_properties(spark, a))
+    try:
+        if not consumer.listTopics().containsKey(a.topic):
+            return None
+        partitions = jvm.java.util.ArrayList()
+        for info in consumer.partitionsFor(a.topic):
+            partitions.add(jvm.org.apache.kafka.common.TopicPartition(a.topic, info.partition()))
+        return sum(int(end) for end in consumer.endOffsets(partitions).values())
+    finally:
+        consumer.close()
+
+
+def _new_topic(spark, a: argparse.Namespace) -> None:
+    """Topic a.topic made again, empty, with a.partitions partitions (Debezium's topics have one partition unless
+    configured: more let a reader's tasks share them, the reference's and lakecompact's alike)."""
+    jvm = spark._jvm
+    admin = jvm.org.apache.kafka.clients.admin.Admin.create(_kafka_properties(spark, a))
+    try:
+        if admin.listTopics().names().get().contains(a.topic):
+            admin.deleteTopics(jvm.java.util.List.of(a.topic)).all().get()
+        topic = jvm.org.apache.kafka.clients.admin.NewTopic(a.topic, jvm.java.util.Optional.of(a.partitions),
+                                                            jvm.java.util.Optional.empty())
+        for attempt in range(60):  # a deleted topic's name is free again once the brokers have removed it
+            try:
+                admin.createTopics(jvm.java.util.List.of(topic)).all().get()
+                return
+            except Exception:  # py4j's error for TopicExistsException (a deleted topic not yet removed)
+                if attempt == 59:
+                    raise
+                time.sleep(1)
+    finally:
+        admin.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("kind", choices=["snapshot", "change"])
     parser.add_argument("out")
     parser.add_argument("--rows", type=int, required=True, help="snapshot rows, or change events")
+    parser.add_argument("--format", choices=["json", "json-no-schema", "avro"], default="json")
     parser.add_argument("--events-per-file", type=int, default=25_000)
     parser.add_argument("--key-lo", type=int, default=0)
     parser.add_argument("--key-hi", type=int, default=0)
@@ -151,6 +261,12 @@ def main() -> None:
     parser.add_argument("--first-lsn", type=int, default=SNAPSHOT_LSN + 1000)
     parser.add_argument("--insert-start", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--kafka", help="avro: the bootstrap servers")
+    parser.add_argument("--topic", default=TOPIC, help="avro: the topic")
+    parser.add_argument("--partitions", type=int, default=2, help="avro: the topic's partitions")
+    parser.add_argument("--value-schema-id", type=int, default=1, help="avro: the registry's id of the value schema")
+    parser.add_argument("--key-schema-id", type=int, default=2, help="avro: the registry's id of the key schema")
+    parser.add_argument("--jars", default="", help="avro: Spark's Kafka and Avro jars (comma-separated)")
     a = parser.parse_args()
     import duckdb
 
@@ -166,13 +282,25 @@ def main() -> None:
     db.execute("SET preserve_insertion_order = true")
     if a.kind == "change" and a.key_hi - a.key_lo < a.rows:
         raise SystemExit("change: --key-hi - --key-lo must be at least --rows (deletes hit distinct keys)")
+    if a.format == "avro" and (a.kind != "snapshot" or not a.kafka):
+        raise SystemExit("--format avro: a snapshot, with --kafka")
+
+    def events(lo: int, hi: int) -> str:
+        return snapshot_events(lo, hi) if a.kind == "snapshot" else change_events(lo, hi, a)
+
     files = 0
-    for lo in range(0, a.rows, a.events_per_file):
-        hi = min(a.rows, lo + a.events_per_file)
-        events = snapshot_events(lo, hi) if a.kind == "snapshot" else change_events(lo, hi, a)
-        path = tmp / f"part-{files:05d}.jsonl"
-        db.execute(f"COPY ({_line_sql(events)}) TO '{path}' (FORMAT JSON)")
-        files += 1
+    if a.format == "avro":
+        envelopes = tmp / "envelopes.parquet"
+        db.execute(f"COPY ({_envelope(events(0, a.rows))}) TO '{envelopes}' (FORMAT PARQUET)")
+        size = produce_avro(envelopes, a)
+        envelopes.unlink()
+    else:
+        for lo in range(0, a.rows, a.events_per_file):
+            path = tmp / f"part-{files:05d}.jsonl"
+            db.execute(f"COPY ({_line_sql(events(lo, min(a.rows, lo + a.events_per_file)), a.format == 'json')}) "
+                       f"TO '{path}' (FORMAT JSON)")
+            files += 1
+        size = sum(f.stat().st_size for f in tmp.glob("*.jsonl"))
     deletes = (a.rows + 9) // 10 if a.kind == "change" else 0
     meta = {
         "kind": a.kind, "rows": a.rows, "files": files, "events_per_file": a.events_per_file,
@@ -181,8 +309,7 @@ def main() -> None:
         "next_offset": (a.first_offset + a.rows + deletes) if a.kind == "change" else a.rows,
         "next_lsn": (a.first_lsn + 8 * a.rows) if a.kind == "change" else SNAPSHOT_LSN + 1000,
         "next_insert": (a.insert_start + (a.rows + 9) // 10) if a.kind == "change" else a.rows,
-        "bytes": sum(f.stat().st_size for f in tmp.glob("*.jsonl")),
-        "args": vars(a), "seconds": round(time.monotonic() - started, 2),
+        "bytes": size, "args": vars(a), "seconds": round(time.monotonic() - started, 2),
     }
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
     if out.exists():

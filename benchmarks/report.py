@@ -213,6 +213,16 @@ TARGETS = (
            ("landing",), landing(again=False)),
     Target("the same, each the second in its process (a warm JVM, as `run` keeps)", "at least 0.8×",
            lambda v: v >= 0.8, "#57", ("landing",), landing(again=True)),
+    Target("landing throughput of Kafka Connect JSON without embedded schemas (the table's schema given ahead, not "
+           "timed), the first `land` of a process, against the peers' load step of the same lines",
+           "at least 0.8×", lambda v: v >= 0.8, "#57", ("landing-schemaless",), landing(again=False)),
+    Target("the same, each the second in its process", "at least 0.8×", lambda v: v >= 0.8, "#57",
+           ("landing-schemaless",), landing(again=True)),
+    Target("landing throughput of Avro in Confluent's wire format from Kafka (schemas in a registry), the first "
+           "`land` of a process, against the same topic read by Spark's Kafka source and decoded by `from_avro` with "
+           "a known schema", "at least 0.8×", lambda v: v >= 0.8, "#57", ("landing-avro",), landing(again=False)),
+    Target("the same, each the second in its process", "at least 0.8×", lambda v: v >= 0.8, "#57",
+           ("landing-avro",), landing(again=True)),
     Target("one `land` of 4,000,000 events with embedded schemas in one batch at `spark.driver.memory = 2g`, "
            "local[2]: peak memory of the process (python + JVM)", "lands", lambda v: v > 0, "#57",
            ("landing-4m",), land_memory, unit=" GB"),
@@ -236,8 +246,6 @@ TARGETS = (
 )
 
 NOT_MEASURED = (
-    ("landing against the peers' load step for Kafka Connect JSON without embedded schemas, and for Avro in "
-     "Confluent's wire format against `from_avro` with a known schema (#57);"),
     ("compaction cold, each step its own process and each peer's MERGE its own JVM, as `spark-submit` per table runs "
      "it (#57);"),
     ("a 1% change, spread and clustered, against the fastest peer's MERGE of the same events, and an hour of 12 "

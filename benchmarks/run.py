@@ -3,6 +3,7 @@
     bash benchmarks/setup.sh                        # once: .bench/venv41 (pyspark 4.1 + lakecompact), .bench/jars
     nice -n 10 python benchmarks/run.py merge [--rows 1000000] [--change-rows 100000] [--engines a,b]
     nice -n 10 python benchmarks/run.py change-size | base-scaling | landing | view-read | small-command | cluster
+    nice -n 10 python benchmarks/run.py landing-schemaless | landing-avro   # landing-avro: the stack's Kafka
     python benchmarks/run.py report                 # docs/performance.md from the results, running nothing
 
 Every engine runs with .bench/venv41's Python: lakecompact (in-process and its CLI), the raw Spark reference and
@@ -36,6 +37,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
+from generate import TOPIC, avro_schema, key_schema, value_schema  # benchmarks/generate.py, beside this file
 from report import write_page as write_performance_page  # benchmarks/report.py, beside this file
 
 HERE = Path(__file__).resolve().parent
@@ -45,7 +47,8 @@ BENCH = Path(os.environ.get("BENCH_DIR", ROOT / ".bench"))
 VENV_PYTHON = BENCH / "venv41" / "bin" / "python"
 JARS = BENCH / "jars"
 RESULTS = HERE / "results"
-SCENARIOS = ("merge", "change-size", "base-scaling", "landing", "view-read", "small-command", "cluster")
+SCENARIOS = ("merge", "change-size", "base-scaling", "landing", "landing-schemaless", "landing-avro", "view-read",
+             "small-command", "cluster")
 PEERS = ("delta", "delta-dv", "iceberg-cow", "iceberg-mor", "hudi-cow", "hudi-mor")
 PEER_JARS = {peer: peer.split("-")[0] for peer in PEERS}  # .bench/jars/<profile of benchmarks/pom.xml>
 # view-read: the peers whose reads meet pending changes (delete files, deletion vectors) as lakecompact's view does
@@ -223,13 +226,14 @@ def _generator_hash() -> str:
     return f"v{found.group(1) if found else 0}"
 
 
-def dataset(name: str, kind: str, rows: int, args, **extra) -> dict:
-    """The kcat files of one snapshot or change, generated once and kept under .bench/data/NAME."""
+def dataset(name: str, kind: str, rows: int, args, fresh: bool = False, **extra) -> dict:
+    """The kcat files of one snapshot or change, generated once and kept under .bench/data/NAME (`fresh`: the
+    generator asked again, for data it keeps elsewhere and checks itself: a Kafka topic)."""
     out = BENCH / "data" / name
     want = {"kind": kind, "rows": rows, "events_per_file": args.events_per_file, "generator": _generator_hash(),
             **{k: v for k, v in extra.items()}}
     meta_path = out / "meta.json"
-    if meta_path.exists():
+    if meta_path.exists() and not fresh:
         meta = json.loads(meta_path.read_text())
         if meta.get("want") == want:
             return meta
@@ -268,6 +272,7 @@ class Run:
         self.notes: list[str] = []
         self.failures: list[str] = []
         self.cli_driver_memory: str | None = None  # the CLI runs' spark.driver.memory, when not --driver-memory
+        self.lake_sections: dict[str, dict] = {}  # lake.toml sections instead of the files source: [source], [registry]
         self._params: dict = {}
 
     @property
@@ -373,7 +378,7 @@ class Run:
 
     def lake_settings(self, warehouse: Path) -> dict:
         return {"warehouse": str(warehouse), "database": "lake", "buckets": self.args.buckets,
-                "defaults": {"merge_on_read": self.args.merge_on_read}}
+                "defaults": {"merge_on_read": self.args.merge_on_read}, **self.lake_sections}
 
     def lake_toml(self, path: Path, warehouse: Path, paths: list[str]) -> None:
         memory = self.cli_driver_memory or self.args.driver_memory
@@ -381,10 +386,12 @@ class Run:
                        "spark.driver.bindAddress": "127.0.0.1", "spark.ui.enabled": "false",
                        "spark.sql.shuffle.partitions": str(self.args.shuffle_partitions)}
         q = json.dumps
-        lines = [f"warehouse = {q(str(warehouse))}", 'database = "lake"', "", "[source]", 'kind = "files"',
-                 f"paths = [{', '.join(q(p) for p in paths)}]", "", "[defaults]", f"buckets = {self.args.buckets}",
-                 f"merge_on_read = {q(self.args.merge_on_read)}",
-                 "", "[spark]", f"master = {q(f'local[{self.args.cores}]')}", "", "[spark.conf]"]
+        sections = {"source": {"kind": "files", "paths": paths}, **self.lake_sections}
+        lines = [f"warehouse = {q(str(warehouse))}", 'database = "lake"']
+        for name, values in sections.items():  # JSON's strings, numbers, booleans and arrays are TOML's too
+            lines += ["", f"[{name}]", *[f"{key} = {q(value)}" for key, value in values.items()]]
+        lines += ["", "[defaults]", f"buckets = {self.args.buckets}", f"merge_on_read = {q(self.args.merge_on_read)}",
+                  "", "[spark]", f"master = {q(f'local[{self.args.cores}]')}", "", "[spark.conf]"]
         lines += [f"{q(k)} = {q(v)}" for k, v in from_common.items()]
         path.write_text("\n".join(lines) + "\n")
 
@@ -984,6 +991,60 @@ def scenario_base_scaling(args) -> None:
               correctness, "the same step at base N")
 
 
+REFERENCE_STEP, REFERENCE_AGAIN = "parse with a known schema + write parquet", "the same again"
+
+
+def _land_twice(run: Run, engines: list[str], ops: list[dict], cli: list[tuple[str, list[str], list[str]]],
+                reference: dict, **reference_spec) -> tuple[list[str], list[str]]:
+    """lakecompact in-process: `ops` (its lands and what they need first), then the same again in its process into
+    another lake (a warm JVM, as the long-running `run` keeps); its CLI: the commands `cli`, each a process; raw
+    Spark: the `reference` op, then the same again in its process. The in-process lands' steps, first and again."""
+    warm = [{**op, "database": "lake_warm", "step": f"{op['step']} again"} for op in ops]
+    if "lakecompact" in engines:
+        run.engine("lakecompact", "lakecompact", [
+            *ops, {"op": "check", "name": "landed [view over increments]"},
+            *warm, {"op": "check", "name": "landed [view over increments, landed again]",
+                    "relation": "lake_warm.public_customers"}])
+    if "lakecompact-cli" in engines:
+        run.cli("lakecompact-cli", cli)
+    if "raw-spark" in engines:
+        run.engine("raw-spark", "raw-spark", [{**reference, "step": REFERENCE_STEP}, {**reference, "step": REFERENCE_AGAIN},
+                                              {"op": "check", "name": "landed"}], **reference_spec)
+    lands = [op["step"] for op in ops if op["op"] == "land"]
+    return lands, [f"{step} again" for step in lands]
+
+
+def _landing_summary(run: Run, n: int, mb: float, rows: list[tuple[str, str, list[str], str, str | None]]) -> list[dict]:
+    """(label, run, steps, note, reference step of raw-spark) per row: its seconds, events/s and MB/s, ratio to the
+    reference step (None: no ratio)."""
+    summary = []
+    for label, run_name, steps, note, reference in rows:
+        if run_name not in run.runs:  # an engine left out with --engines
+            continue
+        seconds = run.seconds(run_name, *steps)
+        rate = f"; {n / seconds:,.0f} events/s, {mb / seconds:.0f} MB/s" if seconds and reference else ""
+        summary.append({"step": "land the snapshot events", "engine": label, "seconds": seconds,
+                        "ratio": ratio_of(seconds, run.seconds("raw-spark", reference)) if reference else None,
+                        "note": f"{note}{rate}", "run": run_name, "steps": steps})
+    return summary
+
+
+def _landing_rows(lands: list[str], again: list[str], cli_lands: list[str], reference: str) -> list[tuple]:
+    """The summary rows every landing scenario has: the reference, lakecompact in-process and CLI, and the second
+    run of each in its process; `reference` says what the reference does."""
+    return [
+        (f"the peers' load step: {reference}", "raw-spark", [REFERENCE_STEP], "reference", REFERENCE_STEP),
+        (f"lakecompact land (in-process, {len(lands)} runs)", "lakecompact", lands,
+         "decodes envelopes, writes increments", REFERENCE_STEP),
+        (f"lakecompact land (CLI, {len(cli_lands)} whole processes)", "lakecompact-cli", cli_lands, "incl. JVM starts",
+         REFERENCE_STEP),
+        ("the peers' load step, again in its process", "raw-spark", [REFERENCE_AGAIN], "reference of the row below",
+         REFERENCE_AGAIN),
+        ("lakecompact land again in its process, into another lake", "lakecompact", again,
+         "a warm JVM, as `run` keeps (the table made again too); ratio to the reference's second run", REFERENCE_AGAIN),
+    ]
+
+
 def scenario_landing(args) -> None:
     """The first land of a process (a one-shot command: the JVM compiles as it goes) and the same land again in that
     process into another lake (a warm JVM, as the long-running `run` keeps), each against the raw Spark reference
@@ -993,49 +1054,116 @@ def scenario_landing(args) -> None:
     engines = _engines(args, ("lakecompact", "lakecompact-cli", "raw-spark", "duckdb"))
     run = Run("landing", args)
     snap = dataset(f"snapshot-{n}", "snapshot", n, args)
-    params = {"events": n, "bytes": snap["bytes"], "files": snap["files"], "cores": args.cores,
-              "driver_memory": args.driver_memory}
-    run.params = params
-    snap_ops, snap_steps = land_snapshot(snap, args, "land")
-    warm_ops = [{**op, "database": "lake_warm", "step": f"{op['step']} again"} for op in snap_ops]
-    warm_steps = [op["step"] for op in warm_ops]
-    if "lakecompact" in engines:
-        run.engine("lakecompact", "lakecompact", [
-            *snap_ops, {"op": "check", "name": "landed [view over increments]"},
-            *warm_ops, {"op": "check", "name": "landed [view over increments, landed again]",
-                        "relation": "lake_warm.public_customers"}])
-    if "lakecompact-cli" in engines:
-        run.cli("lakecompact-cli", [(op["step"], ["land"], op["paths"]) for op in snap_ops])
-    reference_step, reference_again = "parse with a known schema + write parquet", "the same again"
-    if "raw-spark" in engines:
-        run.engine("raw-spark", "raw-spark", [{"op": "events-to-parquet", "paths": [snap["glob"]], "step": step}
-                                              for step in (reference_step, reference_again)])
+    run.params = {"events": n, "bytes": snap["bytes"], "files": snap["files"], "cores": args.cores,
+                  "driver_memory": args.driver_memory}
+    ops, _ = land_snapshot(snap, args, "land")
+    lands, again = _land_twice(run, engines, ops, [(op["step"], ["land"], op["paths"]) for op in ops],
+                               {"op": "events-to-parquet", "paths": [snap["glob"]]})
     if "duckdb" in engines:
         run.engine("duckdb", "duckdb", [{"op": "load", "paths": [snap["glob"]], "step": "parse + write parquet"},
                                         {"op": "check", "name": "landed"}])
-    raw, raw_again = run.seconds("raw-spark", reference_step), run.seconds("raw-spark", reference_again)
     mb = snap["bytes"] / 1e6
-    summary = []
-    for label, run_name, steps, note, reference in [
-        ("the peers' load step: envelope parsed with a known schema, parquet written", "raw-spark", [reference_step],
-         "reference", raw),
-        (f"lakecompact land (in-process, {len(snap_steps)} runs)", "lakecompact", snap_steps,
-         "decodes envelopes, writes increments", raw),
-        (f"lakecompact land (CLI, {len(snap_steps)} whole processes)", "lakecompact-cli", snap_steps,
-         "incl. JVM starts", raw),
-        ("duckdb read_json + json_transform + parquet", "duckdb", ["parse + write parquet"], "no Spark", raw),
-        ("the peers' load step, again in its process", "raw-spark", [reference_again],
-         "reference of the row below", raw_again),
-        ("lakecompact land again in its process, into another lake", "lakecompact", warm_steps,
-         "a warm JVM, as `run` keeps (the table made again too); ratio to the reference's second run", raw_again),
-    ]:
-        seconds = run.seconds(run_name, *steps)
-        rate = f"{n / seconds:,.0f} events/s, {mb / seconds:.0f} MB/s" if seconds else ""
-        summary.append({"step": "land the snapshot events", "engine": label, "seconds": seconds,
-                        "ratio": ratio_of(seconds, reference),
-                        "note": f"{note}; {rate}", "run": run_name, "steps": steps})
-    run.write(f"landing: {n:,} snapshot events ({mb:,.0f} MB of kcat JSON)", summary,
+    rows = _landing_rows(lands, again, lands, "envelope parsed with a known schema, parquet written")
+    rows.insert(3, ("duckdb read_json + json_transform + parquet", "duckdb", ["parse + write parquet"], "no Spark",
+                    REFERENCE_STEP))
+    run.write(f"landing: {n:,} snapshot events ({mb:,.0f} MB of kcat JSON)", _landing_summary(run, n, mb, rows),
               run.correctness("duckdb"), "the peers' load step (the first in its process)")
+
+
+def scenario_landing_schemaless(args) -> None:
+    """`landing` for Kafka Connect JSON without the embedded schema (JsonConverter schemas.enable=false): the table's
+    schema is given ahead (`lakecompact schema --avsc … --key-avsc …`, docs/schemas-and-hooks.md "Topics without a
+    schema"), a step of the run timed apart from `land`; the reference parses the same payloads with a known
+    schema."""
+    n = args.rows or 1_000_000
+    engines = _engines(args, ("lakecompact", "lakecompact-cli", "raw-spark"))
+    run = Run("landing-schemaless", args)
+    snap = dataset(f"snapshot-{n}-no-schema", "snapshot", n, args, format="json-no-schema")
+    run.params = {"events": n, "bytes": snap["bytes"], "files": snap["files"], "cores": args.cores,
+                  "driver_memory": args.driver_memory}
+    run.work.mkdir(parents=True, exist_ok=True)
+    avsc = {}
+    for name, schema in (("value", value_schema()), ("key", key_schema())):
+        avsc[name] = run.work / f"customers-{name}.avsc"
+        avsc[name].write_text(json.dumps(avro_schema(schema), indent=1))
+    table = VIEW.split(".", 1)[1]
+    given = {"op": "schema", "avsc": str(avsc["value"]), "key_avsc": str(avsc["key"]), "table": table,
+             "topic": TOPIC, "step": "schema (given ahead)"}
+    ops, _ = land_snapshot(snap, args, "land")
+    cli = [(given["step"], ["schema", "--avsc", given["avsc"], "--key-avsc", given["key_avsc"], "--table", table,
+                            "--topic", TOPIC], [snap["glob"]]),
+           *[(op["step"], ["land"], op["paths"]) for op in ops]]
+    lands, again = _land_twice(run, engines, [given, *ops], cli, {"op": "events-to-parquet", "paths": [snap["glob"]]})
+    if "duckdb" in engines:
+        run.engine("duckdb", "duckdb", [{"op": "load", "paths": [snap["glob"]], "step": "parse + write parquet"},
+                                        {"op": "check", "name": "landed"}])
+    mb = snap["bytes"] / 1e6
+    rows = _landing_rows(lands, again, lands, "payload parsed with a known schema, parquet written")
+    rows += [("lakecompact schema --avsc (in-process, before the land)", "lakecompact", [given["step"]],
+              "the table made from the .avsc; not in the ratio", None),
+             ("lakecompact schema --avsc (CLI, whole process)", "lakecompact-cli", [given["step"]], "not in the ratio",
+              None),
+             ("duckdb read_json + json_transform + parquet", "duckdb", ["parse + write parquet"], "no Spark",
+              REFERENCE_STEP)]
+    run.write(f"landing-schemaless: {n:,} snapshot events without embedded schemas ({mb:,.0f} MB of kcat JSON)",
+              _landing_summary(run, n, mb, rows), run.correctness("duckdb" if "duckdb" in engines else "raw-spark"),
+              "the peers' load step (the first in its process)")
+
+
+@contextmanager
+def kafka_with_registry(topic: str) -> Iterator[tuple[object, dict]]:
+    """The stack's Kafka (started when it is not running, and then stopped at the end) and the tests' schema registry
+    with the events' schemas for `topic` (benchmarks/engines/registry.py, ended at the end): (stack, registry)."""
+    stack = _stack_module()
+    started = stack._kafka_pid() is None
+    if started:
+        log(f"starting the stack's Kafka ({stack.KAFKA_BOOTSTRAP})")
+        stack.up(components=["kafka"])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    server = subprocess.Popen([str(VENV_PYTHON), str(ENGINES_DIR / "registry.py"), topic], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, cwd=str(ROOT), env=env)
+    try:
+        registry = json.loads(server.stdout.readline() or "{}")
+        if not registry:
+            raise SystemExit("the schema registry did not start (benchmarks/engines/registry.py)")
+        yield stack, registry
+    finally:
+        server.stdin.close()
+        server.wait(timeout=30)
+        if started:
+            log("stopping the stack's Kafka this run started")
+            stack.down(components=["kafka"])
+
+
+def scenario_landing_avro(args) -> None:
+    """`landing` for Avro in Confluent's wire format, from a Kafka topic, the writer schema in a schema registry
+    (the tests' server, started here): lakecompact with `kind = "kafka"` and `[registry]`; the reference reads the
+    same topic with Spark's Kafka source and decodes it with from_avro and the schema known in advance. Producing the
+    topic (benchmarks/generate.py --format avro) is setup, not timed; a topic that holds the events is kept."""
+    n = args.rows or 1_000_000
+    engines = _engines(args, ("lakecompact", "lakecompact-cli", "raw-spark"))
+    run = Run("landing-avro", args)
+    topic = f"bench{n}{_generator_hash()}.public.customers"  # a table public_customers, as the other scenarios'
+    with kafka_with_registry(topic) as (stack, registry):
+        jars = [*stack.spark_kafka_jars(), *stack.spark_avro_jars()]
+        data = dataset(f"avro-{n}", "snapshot", n, args, fresh=True, format="avro", kafka=stack.KAFKA_BOOTSTRAP,
+                       topic=topic, value_schema_id=registry["value"], key_schema_id=registry["key"],
+                       jars=",".join(jars))
+        run.params = {"events": n, "bytes": data["bytes"], "topic_partitions": data["args"]["partitions"],
+                      "cores": args.cores, "driver_memory": args.driver_memory}
+        run.lake_sections = {"source": {"kind": "kafka", "bootstrap_servers": stack.KAFKA_BOOTSTRAP,
+                                        "topics": [topic], "starting_offsets": "earliest"},
+                             "registry": {"url": registry["url"]}}
+        lands, again = _land_twice(
+            run, engines, [{"op": "land", "step": "land"}], [("land", ["land"], [])],
+            {"op": "avro-to-parquet", "kafka": stack.KAFKA_BOOTSTRAP, "topic": topic,
+             "avro_schema": json.dumps(avro_schema(value_schema()))}, spark_jars=jars)
+    mb = data["bytes"] / 1e6
+    rows = _landing_rows(lands, again, ["land"], "Kafka source, 5-byte header cut, from_avro with a known schema, "
+                                                 "parquet written")
+    run.write(f"landing-avro: {n:,} snapshot events as Avro in Confluent's wire format from Kafka ({mb:,.0f} MB of "
+              "values)", _landing_summary(run, n, mb, rows), run.correctness("raw-spark"),
+              "the peers' load step (the first in its process)")
 
 
 def scenario_view_read(args) -> None:
@@ -1664,7 +1792,7 @@ def main() -> None:
                         help="a scenario to run, or `report`: write docs/performance.md from the results, nothing run")
     parser.add_argument("--rows", type=int, help="snapshot rows N (default: per scenario)")
     parser.add_argument("--change-rows", type=int, help="change events C (default: per scenario)")
-    parser.add_argument("--engines", help=f"comma-separated, of: {', '.join(ALL_ENGINES)} (merge, base-scaling, view-read, landing)")
+    parser.add_argument("--engines", help=f"comma-separated, of: {', '.join(ALL_ENGINES)} (merge, base-scaling, view-read, landing, landing-schemaless, landing-avro)")
     parser.add_argument("--buckets", type=int, help="lakecompact buckets (default: N/125k, 8 to 64)")
     parser.add_argument("--cores", type=int, default=2, help="local[cores] for Spark, threads for DuckDB")
     parser.add_argument("--driver-memory", default="8g")
@@ -1730,7 +1858,8 @@ def main() -> None:
     args.machine = previous_doc["machine"] if args.report_only else machine()
     started = time.monotonic()
     {"merge": scenario_merge, "change-size": scenario_change_size, "base-scaling": scenario_base_scaling,
-     "landing": scenario_landing, "view-read": scenario_view_read, "small-command": scenario_small_command,
+     "landing": scenario_landing, "landing-schemaless": scenario_landing_schemaless,
+     "landing-avro": scenario_landing_avro, "view-read": scenario_view_read, "small-command": scenario_small_command,
      "cluster": scenario_cluster}[
         args.scenario](args)
     log(f"{args.scenario}: finished in {time.monotonic() - started:.0f}s")

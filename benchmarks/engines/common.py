@@ -129,12 +129,32 @@ def spark_session(spec: dict, extra: dict[str, str], app: str, jars: list[str] =
 
 
 def spark_events(spark, paths: list[str]):
-    """Decoded change events of the kcat files: id, op, name, score, bio, lsn (tombstones dropped)."""
+    """Decoded change events of the kcat files: id, op, name, score, bio, lsn (tombstones dropped). The payload
+    is parsed with the envelope at its top level and under `payload`: either form, the schema embedded or not."""
     from pyspark.sql import functions as F
 
     lines = spark.read.schema(KCAT_SCHEMA).json(paths)
     parsed = lines.where(F.col("payload").isNotNull()).select(F.from_json("payload", PAYLOAD_SCHEMA).alias("m"))
-    env = lambda name: F.coalesce(F.col(f"m.payload.{name}"), F.col(f"m.{name}"))
+    return _event_rows(parsed, lambda name: F.coalesce(F.col(f"m.payload.{name}"), F.col(f"m.{name}")))
+
+
+def spark_avro_events(spark, kafka: str, topic: str, avro_schema: str):
+    """The same columns from a topic of Avro values in Confluent's wire format: Spark's Kafka source, the 5-byte
+    header (magic byte, schema id) cut off, from_avro with the writer schema known in advance."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    messages = (spark.read.format("kafka").option("kafka.bootstrap.servers", kafka).option("subscribe", topic)
+                .option("startingOffsets", "earliest").option("endingOffsets", "latest").load())
+    parsed = messages.where(F.col("value").isNotNull()).select(
+        from_avro(F.expr("substring(value, 6)"), avro_schema).alias("m"))
+    return _event_rows(parsed, lambda name: F.col(f"m.{name}"))
+
+
+def _event_rows(parsed, env):
+    """id, op, name, score, bio, lsn of the envelopes; env(name): an envelope field's column."""
+    from pyspark.sql import functions as F
+
     op = env("op")
     image = F.when(op == "d", env("before")).otherwise(env("after"))
     return parsed.select(

@@ -2,9 +2,12 @@
 warehouse.
 
 ops: {"op": "land", "paths": [globs], "step": name, "database": other lake's database (optional)}
+   | {"op": "schema", "avsc": value .avsc, "key_avsc": key .avsc, "table": t, "topic": topic, "step": name,
+      "database": ...}: `lakecompact schema --avsc` (a topic whose events carry no schema)
    | {"op": "compact", "step": name}
    | {"op": "read", "step": name, "relation": "lake.public_customers", "repeat": n, "where": ""}
    | {"op": "check", "name": name, "relation": ...}
+spec "lake" may give "source" (the [source] of every op, instead of the files of each "land") and "registry".
 Step times exclude the JVM start (recorded as the step "session start").
 """
 
@@ -39,7 +42,8 @@ def body(spec: dict, rec) -> None:
         return config_module.from_dict({
             "warehouse": lake["warehouse"],
             "database": database or lake.get("database", "lake"),
-            "source": {"kind": "files", "paths": list(paths)},
+            "source": lake.get("source") or {"kind": "files", "paths": list(paths)},
+            **({"registry": lake["registry"]} if lake.get("registry") else {}),
             "defaults": {"buckets": lake["buckets"], **lake.get("defaults", {})},
             "spark": {"master": spec.get("master", "local[2]"), "conf": {**spark_conf(spec), **lake.get("conf", {})}},
         })
@@ -52,11 +56,12 @@ def body(spec: dict, rec) -> None:
     rec.result["info"].update(spark_version=spark.version, pyspark=pyspark.__version__)
     from lakecompact.compaction.compact import compact
     from lakecompact.landing.land import land
+    from lakecompact.schema import extract
 
     for op in spec["ops"]:
         kind = op["op"]
         if kind == "land":
-            paths = list(op["paths"])
+            paths = list(op.get("paths", paths))
             with rec.step(op["step"]) as info:
                 report = land(spark, config(paths, op.get("database")))
             info["report"] = _plain(report)
@@ -64,6 +69,10 @@ def body(spec: dict, rec) -> None:
             if sum(quarantined.values()):
                 info["QUARANTINED"] = quarantined
                 print(f"!!! lakecompact quarantined events: {quarantined}", file=sys.stderr)
+        elif kind == "schema":
+            with rec.step(op["step"]):
+                extract.run(spark, config(paths, op.get("database")), avsc=op["avsc"], key_avsc=op["key_avsc"],
+                            table=op["table"], topic=op["topic"], dry_run=False)
         elif kind == "compact":
             with rec.step(op["step"]) as info:
                 reports = compact(spark, config(paths))

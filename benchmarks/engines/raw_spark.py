@@ -3,8 +3,13 @@
 events-to-parquet: the peers' load step without their table format: the kcat lines read with their schema, the
 Debezium envelope parsed with a schema known in advance (common.spark_events), the rows written as parquet.
 json-to-parquet: spark.read.json of the kcat files (schema inferred, as one would by hand), written as it was read.
+avro-to-parquet: the same as events-to-parquet for a Kafka topic of Avro values in Confluent's wire format, read with
+Spark's Kafka source and decoded by from_avro with the writer schema known in advance (common.spark_avro_events).
 
 ops: {"op": "events-to-parquet" | "json-to-parquet", "paths": [...], "step": name}
+   | {"op": "avro-to-parquet", "kafka": bootstrap servers, "topic": name, "avro_schema": JSON text, "step": name}
+   | {"op": "check", "name": name}: the checksum of the parquet the op before wrote
+spec "spark_jars": jars for spark.jars (Spark's Kafka and Avro data sources)
 """
 
 from __future__ import annotations
@@ -14,11 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import run_main, spark_events, spark_session
+from common import run_main, spark_avro_events, spark_check, spark_events, spark_session
 
 _LOADS = {
-    "events-to-parquet": spark_events,
-    "json-to-parquet": lambda spark, paths: spark.read.json(paths),
+    "events-to-parquet": lambda spark, op: spark_events(spark, op["paths"]),
+    "json-to-parquet": lambda spark, op: spark.read.json(op["paths"]),
+    "avro-to-parquet": lambda spark, op: spark_avro_events(spark, op["kafka"], op["topic"], op["avro_schema"]),
 }
 
 
@@ -26,16 +32,21 @@ def body(spec: dict, rec) -> None:
     work = Path(spec["work"])
     work.mkdir(parents=True, exist_ok=True)
     with rec.step("session start", startup=True):
-        spark = spark_session(spec, {"spark.sql.warehouse.dir": str(work / "spark-warehouse")}, "bench-raw-spark")
+        spark = spark_session(spec, {"spark.sql.warehouse.dir": str(work / "spark-warehouse")}, "bench-raw-spark",
+                              spec.get("spark_jars", []))
     import pyspark
 
     rec.result["info"].update(spark_version=spark.version, pyspark=pyspark.__version__)
+    target = None
     for i, op in enumerate(spec["ops"]):
+        if op["op"] == "check":
+            spark_check(rec, spark, op["name"], f"parquet.`{target}`")
+            continue
         if op["op"] not in _LOADS:
             raise ValueError(f"unknown op {op['op']}")
         target = str(work / f"raw-{i}")
         with rec.step(op["step"]) as info:
-            _LOADS[op["op"]](spark, op["paths"]).write.mode("overwrite").parquet(target)
+            _LOADS[op["op"]](spark, op).write.mode("overwrite").parquet(target)
         info["rows"] = spark.read.parquet(target).count()
     spark.stop()
 
