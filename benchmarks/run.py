@@ -320,16 +320,21 @@ class Run:
         self.notes.append(f"{run_name}: measured in the run of {when} (reused with --reuse).")
         return True
 
-    def engine(self, run_name: str, engine: str, ops: list[dict], **spec_extra) -> dict:
-        """Run one engine process on `ops`; its result (steps, checks, error) with the process's numbers."""
+    def engine(self, run_name: str, engine: str, ops: list[dict], *, work: Path | None = None,
+               **spec_extra) -> dict:
+        """Run one engine process on `ops`; its result (steps, checks, error) with the process's numbers.
+        work: a folder the caller owns, whose tables outlive the process (for another process to go on with);
+        default a new folder of this run, emptied afterwards unless --keep-work."""
         uses_spark = engine not in ("duckdb", "delta-rs")
         if self.reused(run_name, spark_version(VENV_PYTHON) if uses_spark else None):
             return self.runs[run_name]
         if engine in PEERS and (why := unavailable(engine)):
             return self.not_run(run_name, engine, why)
-        work = self.work / run_name.replace("@", "-").replace("=", "")
-        shutil.rmtree(work, ignore_errors=True)
-        work.mkdir(parents=True)
+        owned = work is None
+        work = work or self.work / run_name.replace("@", "-").replace("=", "")
+        if owned:
+            shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True, exist_ok=True)
         spec = {**self.common_spec(), "engine": engine, "work": str(work), "ops": ops, **spec_extra}
         if engine == "lakecompact":
             script = "lakecompact_inproc.py"
@@ -361,11 +366,26 @@ class Run:
             loud(f"{run_name} FAILED: {result['error'][:500]}\n    log: {process['log']}")
         else:
             log(f"{run_name}: done in {process['seconds']:.1f}s (peak RSS {process['peak_rss_mb']} MB)")
-        if not self.args.keep_work:
+        if owned and not self.args.keep_work:
             for sub in work.iterdir():
                 if sub.is_dir():
                     shutil.rmtree(sub, ignore_errors=True)
         return result
+
+    def cold_merge(self, peer: str, snapshot: dict, change: dict, step: str) -> None:
+        """The peer's MERGE as spark-submit per step runs it: the table loaded by one process (run
+        `<peer> (own JVM) load`), the change merged by a JVM of its own (run `<peer> (own JVM) <step>`)."""
+        table = self.work / f"{peer}-own-jvm"
+        shutil.rmtree(table, ignore_errors=True)
+        for run_name, ops in [
+            (f"{peer} (own JVM) load", [{"op": "load", "paths": [snapshot["glob"]], "step": "load snapshot"}]),
+            (f"{peer} (own JVM) {step}", [{"op": "merge", "paths": [change["glob"]], "step": step},
+                                          {"op": "check", "name": f"after change [{peer}, own JVM]"}]),
+        ]:
+            if self.engine(run_name, peer, ops, work=table).get("error"):
+                break
+        if not self.args.keep_work:
+            shutil.rmtree(table, ignore_errors=True)
 
     def not_run(self, run_name: str, engine: str, why: str) -> dict:
         """A run that cannot be made here, kept in the results with the reason (its rows say "not run")."""
@@ -456,7 +476,10 @@ class Run:
             said = Path(process["log_path"]).read_text(errors="replace") + (
                 out_path.read_text(errors="replace") if out_path.exists() else "")
             inner = re.findall(r"lakecompact \w+: finished in ([0-9.]+)s", said)
+            # each table's compaction as `compact` times it: the whole process less its JVM and session start
+            compactions = re.findall(r"^compact \S+: base v.* in ([0-9.]+)s$", said, re.MULTILINE)
             info = {"inner_seconds": float(inner[-1]) if inner else None, "peak_rss_mb": process["peak_rss_mb"],
+                    "compaction_seconds": sum(map(float, compactions)) if compactions else None,
                     "other_cpu_share": process["other_cpu_share"],
                     "peak_hwm_sum_mb": process["peak_hwm_sum_mb"],
                     "log": process["log"], **measured, **({"retried": retried} if retried else {})}
@@ -700,6 +723,30 @@ def summary_rows(run: Run, spec: list[tuple[str, str, str, list[str], str]], ref
     return rows
 
 
+def cli_compaction_seconds(run: Run, run_name: str, step: str) -> float | None:
+    """A CLI step's compaction as `compact` timed it (its JVM and session start left out)."""
+    found = [s for s in run.runs.get(run_name, {}).get("steps", []) if s["step"] == step]
+    return found[0]["info"].get("compaction_seconds") if found else None
+
+
+def cold_compaction_rows(run: Run) -> list[dict]:
+    """The change's compaction with each step in a process of its own: lakecompact's `compact v2` as a command
+    of its own, each peer's MERGE in a JVM that only loaded its jars (cold_merge); ratios to lakecompact's."""
+    ours = cli_compaction_seconds(run, "lakecompact-cli", "compact v2")
+    rows = [{"step": "apply change, each step its own process", "engine": "lakecompact CLI (compact v2)",
+             "seconds": ours, "ratio": ratio_of(ours, ours), "note": "as `compact` times it: no JVM start",
+             "run": "lakecompact-cli", "steps": ["compact v2"]}] if ours else []
+    for peer in PEERS:
+        name = f"{peer} (own JVM) apply change"
+        if name in run.runs:
+            seconds = run.seconds(name, "apply change")
+            rows.append({"step": "apply change, each step its own process", "engine": f"{peer} (MERGE, own JVM)",
+                         "seconds": seconds, "ratio": ratio_of(seconds, ours),
+                         "note": "after the session start; the table loaded by another process",
+                         "run": name, "steps": ["apply change"]})
+    return rows
+
+
 # -- scenarios -------------------------------------------------------------------------------------------
 def _engines(args, default) -> list[str]:
     chosen = [e.strip() for e in args.engines.split(",")] if args.engines else list(default)
@@ -776,6 +823,7 @@ def scenario_merge(args) -> None:
         ])
     for peer in [e for e in engines if e in PEERS]:
         run.engine(peer, peer, _peer_ops(snap, [change], args.repeat))
+        run.cold_merge(peer, snap, change, "apply change")
     for ref in [e for e in engines if e in ("duckdb", "delta-rs")]:
         run.engine(ref, ref, _peer_ops(snap, [change], args.repeat))
 
@@ -832,7 +880,7 @@ def scenario_merge(args) -> None:
         "change readable": run.seconds("lakecompact", "land change"),
         "read after change": run.seconds("lakecompact", *reads("read view (compacted base)")),
     }
-    summary = summary_rows(run, spec, reference)
+    summary = summary_rows(run, spec, reference) + cold_compaction_rows(run)
     if args.repeat > 1:
         for row in summary:
             if row["step"] == "read after change":
@@ -868,6 +916,7 @@ def scenario_change_size(args) -> None:
     n = args.rows or 1_000_000
     c = args.change_rows or max(10, n // 100)
     run = Run("change-size", args)
+    engines = _engines(args, ("lakecompact", "delta", "iceberg-cow", "iceberg-mor", "hudi-cow", "duckdb"))
     snap = dataset(f"snapshot-{n}", "snapshot", n, args)
     spread = change_after(f"change-{n}-{c}-spread", snap, c, args, 0, n, 11)
     cluster_hi = max(c, n // 20)
@@ -887,11 +936,13 @@ def scenario_change_size(args) -> None:
         {"op": "compact", "step": "compact: 1% change clustered in 5% of the keys"},
         {"op": "check", "name": "after clustered"},
     ])
-    run.engine("duckdb", "duckdb", [
+    peer_ops = [
         {"op": "load", "paths": [s], "step": "load snapshot"},
         {"op": "merge", "paths": [a], "step": "apply spread"}, {"op": "check", "name": "after spread"},
         {"op": "merge", "paths": [b], "step": "apply clustered"}, {"op": "check", "name": "after clustered"},
-    ])
+    ]
+    for other in [e for e in engines if e in (*PEERS, "duckdb")]:
+        run.engine(other, other, peer_ops)
     full = run.seconds("lakecompact", "compact: full (v1 from the snapshot)")
     buckets = {}
     for step in run.runs["lakecompact"]["steps"]:
@@ -914,6 +965,17 @@ def scenario_change_size(args) -> None:
         summary.append({"step": group, "engine": f"lakecompact: {label}", "seconds": seconds,
                         "ratio": ratio_of(seconds, full) if group == "compaction" else None,
                         "note": buckets.get(steps[0], ""), "run": run_name, "steps": steps})
+    for kind, ours in [("spread", "compact: 1% change spread over all keys"),
+                       ("clustered", "compact: 1% change clustered in 5% of the keys")]:
+        mine = run.seconds("lakecompact", ours)
+        group = f"1% {kind}: compaction against a MERGE"
+        summary.append({"step": group, "engine": "lakecompact (compact)", "seconds": mine, "ratio": ratio_of(mine, mine),
+                        "note": buckets.get(ours, ""), "run": "lakecompact", "steps": [ours]})
+        for peer in [e for e in PEERS if e in run.runs]:
+            seconds = run.seconds(peer, f"apply {kind}")
+            summary.append({"step": group, "engine": f"{peer} (MERGE)", "seconds": seconds,
+                            "ratio": ratio_of(seconds, mine), "note": "parse + dedup + merge", "run": peer,
+                            "steps": [f"apply {kind}"]})
     run.notes.append("Buckets are pmod(xxhash64(id), buckets): keys clustered in a range of ids still hash to every "
                      "bucket, so clustering in key space does not reduce the buckets a compaction rewrites.")
     run.write(f"change-size: compaction of {c:,} changed events vs the full compaction of {n:,} rows", summary,
@@ -1792,7 +1854,7 @@ def main() -> None:
                         help="a scenario to run, or `report`: write docs/performance.md from the results, nothing run")
     parser.add_argument("--rows", type=int, help="snapshot rows N (default: per scenario)")
     parser.add_argument("--change-rows", type=int, help="change events C (default: per scenario)")
-    parser.add_argument("--engines", help=f"comma-separated, of: {', '.join(ALL_ENGINES)} (merge, base-scaling, view-read, landing, landing-schemaless, landing-avro)")
+    parser.add_argument("--engines", help=f"comma-separated, of: {', '.join(ALL_ENGINES)} (merge, change-size, base-scaling, view-read, landing, landing-schemaless, landing-avro)")
     parser.add_argument("--buckets", type=int, help="lakecompact buckets (default: N/125k, 8 to 64)")
     parser.add_argument("--cores", type=int, default=2, help="local[cores] for Spark, threads for DuckDB")
     parser.add_argument("--driver-memory", default="8g")
