@@ -133,7 +133,11 @@ def split_message(raw: DataFrame, known: dict[str, str] | None = None) -> DataFr
         prefixes = F.create_map(*[part for topic, text in sorted(known.items())
                                   for part in (F.lit(topic), F.lit(_CONNECT_FORM + text + _CONNECT_PAYLOAD))])
         as_written = F.coalesce(F.startswith("payload", prefixes[F.col("__kafka_topic")]), F.lit(False))
-    value = F.when(as_written, F.struct(
+    # Confluent wire format: magic byte 0, a 4-byte schema id, then Avro binary. Such a value or key is never
+    # JSON, and a JSON parse that fails costs more than one that succeeds: it is not parsed as JSON at all.
+    avro_value = value_bytes.isNotNull() & (F.length(value_bytes) >= 5) & (F.hex(value_bytes.substr(1, 1)) == "00")
+    avro_key = F.coalesce(F.startswith("key", F.lit("\u0000")), F.lit(False))
+    value = F.when(avro_value, F.lit(None).cast(_WRAPPER)).when(as_written, F.struct(
         F.lit(None).cast("string").alias("schema"),
         F.from_json("payload", _PAYLOAD_ONLY, _WRAPPER_OPTIONS)["payload"].alias("payload"),
     )).otherwise(F.from_json("payload", _WRAPPER, _WRAPPER_OPTIONS))
@@ -141,21 +145,20 @@ def split_message(raw: DataFrame, known: dict[str, str] | None = None) -> DataFr
         "*",
         value.alias("__value"),
         as_written.alias("__as_written"),
-        F.from_json("key", _WRAPPER, _WRAPPER_OPTIONS).alias("__key"),
-        # Confluent wire format: magic byte 0, a 4-byte schema id, then Avro binary
-        (value_bytes.isNotNull() & (F.length(value_bytes) >= 5) & (F.hex(value_bytes.substr(1, 1)) == "00"))
-        .alias("__avro"),
+        F.when(~avro_key, F.from_json("key", _WRAPPER, _WRAPPER_OPTIONS)).alias("__key"),
+        avro_value.alias("__avro"),
+        avro_key.alias("__avro_key"),
     )
     # The top-level keys of value and key, parsed again only when the first parse cannot tell whether the text is
     # Connect's {"schema": ..., "payload": ...} (a null or missing schema): one with a schema is classified by it.
+    avro, avro_key = F.col("__avro"), F.col("__avro_key")
     with_schema = (F.col("__value.schema").isNotNull() | F.col("__as_written")) & F.col("__value.payload").isNotNull()
     key_with_schema = F.col("__key.schema").isNotNull() & F.col("__key.payload").isNotNull()
     parsed = parsed.select(
         "*",
-        F.when(~with_schema, F.json_object_keys("payload")).alias("__value_keys"),
-        F.when(~key_with_schema, F.json_object_keys("key")).alias("__key_keys"),
+        F.when(~with_schema & ~avro, F.json_object_keys("payload")).alias("__value_keys"),
+        F.when(~key_with_schema & ~avro_key, F.json_object_keys("key")).alias("__key_keys"),
     )
-    avro = F.col("__avro")
     value_wrapped = with_schema | _wrapper_keys("__value_keys")
     key_wrapped = key_with_schema | _wrapper_keys("__key_keys")
     value_schema = F.when(~avro & value_wrapped, F.col("__value.schema"))
@@ -169,7 +172,8 @@ def split_message(raw: DataFrame, known: dict[str, str] | None = None) -> DataFr
         F.when(avro, F.concat(F.lit(AVRO_PREFIX), schema_id))
         .when(F.col("__as_written") & value_wrapped, F.lit(SCHEMA_AS_WRITTEN))
         .otherwise(F.sha2(value_schema, 256).substr(1, 16)).alias("value_schema_hash"),
-        F.when(key_wrapped, F.col("__key.payload")).otherwise(F.col("key")).alias("key_json"),
+        # an Avro key is not read: the row's key columns come from its value
+        F.when(key_wrapped, F.col("__key.payload")).when(~avro_key, F.col("key")).alias("key_json"),
         F.when(key_wrapped, F.col("__key.schema")).alias("key_schema"),
         # what a group without a schema is classified by (a group with one never reads it)
         F.when(avro, F.array().cast("array<string>")).otherwise(F.coalesce("__value_keys", F.array()))
