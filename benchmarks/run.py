@@ -1299,6 +1299,17 @@ def scenario_view_read(args) -> None:
             summary.append({"step": "SELECT count(*), sum(score)", "engine": f"{peer}: {label}", "seconds": median,
                             "ratio": ratio_of(median, base_med),
                             "note": f"median of {args.repeat}, best {fmt(low)} s{own}", "run": peer, "steps": [prefix]})
+    landed, read = run.seconds("lakecompact", f"land batch {batches}"), best("read view (pending increments)")[1]
+    readable = landed + read if landed and read else None
+    summary.append({"step": "the hour's last batch until a reader sees it", "engine": "lakecompact: land + read of the view",
+                    "seconds": readable, "ratio": ratio_of(readable, readable), "note": "the read: median",
+                    "run": "lakecompact", "steps": [f"land batch {batches}"]})
+    for peer in [e for e in engines if e in PEERS]:
+        merged, read = run.seconds(peer, f"apply batch {batches}"), best("read after the change", peer)[1]
+        seconds = merged + read if merged and read else None
+        summary.append({"step": "the hour's last batch until a reader sees it", "engine": f"{peer}: MERGE + read",
+                        "seconds": seconds, "ratio": ratio_of(seconds, readable), "note": "the read: median",
+                        "run": peer, "steps": [f"apply batch {batches}"]})
     land_steps = [f"land batch {i + 1}" for i in range(batches)]
     summary.append({"step": "landing the hour", "engine": f"lakecompact: {batches} land runs", "seconds":
                     run.seconds("lakecompact", *land_steps), "ratio": None, "note": "sum", "run": "lakecompact",
