@@ -60,6 +60,11 @@ def contexts() -> dict[str, dict]:
         "late_events.sql.j2": {"base": "b", "increments": "i", "key": ["id"]},
         "drop_table.sql.j2": {"database": "db", "table": "orders_changes"},
         "use_database.sql.j2": {"database": "db"},
+        "verify_rows.sql.j2": {"rows": "r", "key": ["id"], "bucket_count": 256,
+                               "columns": [("id", "text"), ("at", "timestamp"), ("ok", "boolean"), ("amount", "decimal"),
+                                           ("ratio", "float"), ("raw", "binary"), ("tags", "json")]},
+        "verify_buckets.sql.j2": {"source": "s", "lake": "l"},
+        "verify_keys.sql.j2": {"source": "s", "lake": "l", "buckets": [3, 17], "names": ["id", "note"], "keyless": False},
     }
 
 
