@@ -84,6 +84,17 @@ def test_template_parses(template, dialect):
 
 
 @pytest.mark.parametrize("dialect", ["spark", "hive"])
+def test_verify_of_a_keyless_table_parses_and_compares_whole_rows(dialect):
+    keyless = {**contexts()["verify_keys.sql.j2"], "keyless": True}
+    rendered = sql.render("verify_keys.sql.j2", **keyless)
+    assert sqlglot.parse_one(rendered, read=dialect) is not None
+    assert "GROUP BY __values" in rendered and "__key" not in rendered
+    rows = sql.render("verify_rows.sql.j2", **{**contexts()["verify_rows.sql.j2"], "key": []})
+    assert sqlglot.parse_one(rows, read=dialect) is not None
+    assert "CAST(NULL AS STRING) AS __key" in rows and "xxhash64(to_json(__values)), 256)" in rows
+
+
+@pytest.mark.parametrize("dialect", ["spark", "hive"])
 def test_version_rows_without_a_truncate_group_by_bucket_and_parse(dialect):
     rendered = sql.render("version_rows.sql.j2", **{**contexts()["version_rows.sql.j2"], "no_truncate": True})
     assert sqlglot.parse_one(rendered, read=dialect) is not None
