@@ -113,6 +113,16 @@ class TablePaths:
         return f"{self.state}/deletes.json"
 
     @property
+    def verified(self) -> str:
+        """What the latest `verify` found: when, and how many keys differed from the source, by kind."""
+        return f"{self.state}/verify.json"
+
+    @property
+    def verify_results(self) -> str:
+        """The folder of `<t>_verify`: what every `verify` found different."""
+        return f"{self.root}/verify"
+
+    @property
     def compaction_lock(self) -> str:
         """Held while the table is compacted; still there after a compactor was killed."""
         return f"{self.state}/compact.lock"

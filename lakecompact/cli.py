@@ -235,6 +235,14 @@ def _views(args, context: Context) -> None:
         raise skipped[0]
 
 
+def _verify(args, context: Context) -> None:
+    from lakecompact.verify.verify import require_source, verify
+
+    require_source(context.config)  # before a JVM starts
+    _require_tables(context, _tables(args))
+    verify(context.spark, context.config, _tables(args))
+
+
 def _demo(args, context: Context) -> None:
     from lakecompact.demo import run_demo
 
@@ -373,6 +381,9 @@ COMMANDS: tuple[Command, ...] = (
             "lakecompact schema --avsc value.avsc --key-avsc key.avsc --table customers --dry-run", _schema_arguments),
     Command("views", "print each table's read view in another engine's SQL dialect", _views,
             f"{WITH_CONFIG} views --dialect trino --table public_customers", _views_arguments),
+    Command("verify", "compare each table's view with its source table, read over JDBC: per bucket of keys, then key "
+            "by key where a bucket differs; prints what differs by kind and writes it to <table>_verify; exit "
+            "status 1 when a table differs", _verify, f"{WITH_CONFIG} verify --table public_customers", _some_tables),
     Command("demo", "land, compact and query the events shipped in examples/", _demo,
             "lakecompact demo --warehouse /tmp/demo", _demo_arguments),
     Command("class-archive", "build the JVM class archive that makes every command start seconds sooner "

@@ -262,6 +262,7 @@ class TableConfig:
     delta_share: float = 0.25  # merge-on-read: a bucket is rewritten, its delta folded in, past this share of its rows
     hooks: tuple[HookConfig, ...] = ()
     topic: str | None = None
+    source_table: str | None = None  # `verify`: the table in the source database (default: from the topic)
 
     def validate(self, where: str) -> None:
         """The rules this section's values meet, each named by where it is set (`where`, e.g. "tables.orders")."""
@@ -274,6 +275,8 @@ class TableConfig:
                  "a number > 0 (the share of a bucket's rows its delta may reach)", self.delta_share)
         for column in self.key or ():
             _require(bool(_IDENTIFIER.match(column)), f"{at}key", "a list of column names", list(self.key or ()))
+        _require(self.source_table is None or bool(_SOURCE_TABLE.match(self.source_table)), f"{at}source_table",
+                 "a table name of the source database, as schema.table or table", self.source_table)
 
 
 @dataclass(frozen=True)
@@ -371,6 +374,41 @@ class LocksConfig:
                  "a number of seconds >= 10 (a holder renews its lease every quarter of it)", self.lease_seconds)
 
 
+JDBC_SCHEMES = ("postgresql", "mysql", "mariadb")
+
+
+@dataclass(frozen=True)
+class VerifyConfig:
+    """How `lakecompact verify` reads the source database: Spark's JDBC source with the database's driver on the
+    class path (docs/verify.md). The password is `password`, or the environment variable named by `password_env`."""
+
+    jdbc_url: str
+    user: str = ""
+    password: str = field(default="", repr=False)  # a secret: never printed
+    password_env: str = ""
+    read_partitions: int = 4  # key ranges read side by side
+    buckets: int = 256  # groups of keys whose counts and checksums are compared first
+    fetch_size: int = 10_000
+    shown: int = 10  # differing keys printed per kind (all of them go to <t>_verify)
+
+    def validate(self, where: str) -> None:
+        """The rules this section's values meet, each named by where it is set (`where`, e.g. "tables.orders")."""
+        at = f"{where}." if where else ""
+        _require(self.jdbc_kind in JDBC_SCHEMES, f"{at}jdbc_url",
+                 "jdbc:postgresql://host:port/db, jdbc:mysql://… or jdbc:mariadb://…", self.jdbc_url)
+        for name in ("read_partitions", "buckets", "fetch_size"):
+            _require(_is_count(getattr(self, name)) and getattr(self, name) >= 1, f"{at}{name}",
+                     "a whole number of at least 1", getattr(self, name))
+        _require(_is_count(self.shown), f"{at}shown", "a whole number >= 0", self.shown)
+        _require(not (self.password and self.password_env), f"{at}password_env",
+                 "either password or password_env, not both")
+
+    @property
+    def jdbc_kind(self) -> str:
+        """postgresql, mysql or mariadb: the scheme after `jdbc:`."""
+        return self.jdbc_url.split(":")[1] if self.jdbc_url.startswith("jdbc:") and self.jdbc_url.count(":") > 1 else ""
+
+
 @dataclass(frozen=True)
 class Config:
     warehouse: str
@@ -386,6 +424,7 @@ class Config:
     hooks: tuple[HookConfig, ...] = ()
     run: RunConfig = field(default_factory=RunConfig)
     locks: LocksConfig = field(default_factory=LocksConfig)
+    verify: VerifyConfig | None = None
 
     def table(self, name: str) -> TableConfig:
         return self.tables.get(name, self.defaults)
@@ -403,11 +442,14 @@ class Config:
         self.defaults.validate("defaults")
         self.run.validate("run")
         self.locks.validate("locks")
+        if self.verify is not None:
+            self.verify.validate("verify")
         for name, table in self.tables.items():
             table.validate(f"tables.{name}")
 
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SOURCE_TABLE = re.compile(r"^([A-Za-z_][A-Za-z0-9_$]*\.)?[A-Za-z_][A-Za-z0-9_$]*$")
 
 
 _CONFIG_FILE = "a TOML file (see docs/configuration.md)"
@@ -438,7 +480,7 @@ def from_dict(raw: dict[str, Any]) -> Config:
         if not _IDENTIFIER.match(name):
             raise ConfigError(f"tables.{name}", "a table name of letters, digits and _", name)
         section = dict(_expect(section, dict, f"tables.{name}", "a table of table settings"))
-        inherited = {f.name: getattr(defaults, f.name) for f in dataclasses.fields(defaults) if f.name not in ("topic", "key")}
+        inherited = {f.name: getattr(defaults, f.name) for f in dataclasses.fields(defaults) if f.name not in ("topic", "key", "source_table")}
         table = _build(TableConfig, {**inherited, **section}, f"tables.{name}")
         if "hooks" in section:  # a table's hooks come on top of the default ones
             table = dataclasses.replace(table, hooks=defaults.hooks + table.hooks)

@@ -43,3 +43,8 @@ def increments_table(table: str) -> str:
 def changes_table(table: str) -> str:
     """The change feed of `table`, one partition per base version."""
     return f"{table}_changes"
+
+
+def verify_table(table: str) -> str:
+    """What each `verify` of `table` found different from its source table, with the run's time."""
+    return f"{table}_verify"

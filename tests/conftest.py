@@ -112,9 +112,10 @@ def spark(tmp_path_factory, metastore_uri):
     from lakecompact.spark import create_session
 
     root = tmp_path_factory.mktemp("spark")
-    # Spark's Kafka and Avro jars (scripts/stack/install.sh) on the one session, so e2e tests can share it
+    # Spark's Kafka and Avro jars and the JDBC drivers (scripts/stack/install.sh) on the one session, so e2e tests
+    # can share it
     stack_jars = Path(__file__).resolve().parent.parent / ".stack" / "jars"
-    jars = sorted(str(p) for folder in ("spark-kafka", "spark-avro") for p in (stack_jars / folder).glob("*.jar"))
+    jars = sorted(str(p) for folder in ("spark-kafka", "spark-avro", "jdbc") for p in (stack_jars / folder).glob("*.jar"))
     config = config_module.from_dict(
         {
             "warehouse": str(root / "warehouse"),

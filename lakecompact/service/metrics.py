@@ -37,6 +37,10 @@ TABLE_METRICS: tuple[tuple[str, str, str, Callable[[dict, float], float | None]]
     ("compactions_total", "counter", "Compactions done by this process.", lambda t, now: t.get("compactions", 0)),
     ("compaction_failures_total", "counter", "Compactions that failed in this process.",
      lambda t, now: t.get("compaction_failures", 0)),
+    ("verify_divergent_keys", "gauge", ("Keys (rows, keyless) the latest `lakecompact verify` found different from "
+     "the source table."), lambda t, now: t.get("verify_divergent")),
+    ("last_verify_timestamp_seconds", "gauge", "When the latest `lakecompact verify` of the table ran.",
+     lambda t, now: epoch_seconds(t.get("verified_at"))),
 )
 # name, type, help, and the value from the snapshot's "land" part
 LAND_METRICS: tuple[tuple[str, str, str, Callable[[dict, float], float | None]], ...] = (

@@ -41,6 +41,7 @@ def status(spark: SparkSession | None, config: Config) -> list[dict[str, Any]]:
         ]
         pending_stats = [folder_counts(catalog, folder) for folder in pending]
         seen = [stats.get("max_source_ts_ms"), *(s.get("max_source_ts_ms") for s in pending_stats if s)]
+        verified = catalog.storage.read_json(paths.verified) if catalog.storage.exists(paths.verified) else {}
         rows.append({
             "table": f"{catalog.database}.{table}",
             "key": list(schema.key) or None,
@@ -56,6 +57,8 @@ def status(spark: SparkSession | None, config: Config) -> list[dict[str, Any]]:
             "last_compaction_rows_written": stats.get("rows_written"),
             "oldest_pending_landed_at": min((s["landed_at"] for s in pending_stats if s and "landed_at" in s), default=None),
             "last_source_ts": _iso(max((t for t in seen if t is not None), default=None)),
+            "verified_at": verified.get("verified_at"),  # the latest `verify`, if one ran
+            "verify_divergent": verified.get("divergent"),
         })
     for table in catalog.quarantined_only():  # no event of its topic could land yet: no table
         rows.append({"table": f"{catalog.database}.{table}", "quarantined": _quarantined(catalog, catalog.paths(table).quarantine)})
@@ -86,6 +89,8 @@ def print_status(rows: list[dict[str, Any]]) -> None:
             f"({shown(row['live_rows'])} live), {row['pending_batches']} pending batch(es) with "
             f"{shown(row['pending_events'])} events, {shown(row['quarantined'])} quarantined, "
             f"change feed {feed}, {compacted}, last source change {row['last_source_ts'] or '-'}"
+            + (f", verified {row['verified_at']}: " + ("equal" if not row["verify_divergent"] else
+               f"{row['verify_divergent']} keys differ") if row.get("verified_at") else "")
         )
 
 

@@ -9,6 +9,7 @@
 #       connect-plugins/debezium-mariadb/    Debezium MariaDB connector
 #       spark-kafka/                     Spark Kafka source (for spark.jars)
 #       spark-avro/                      Spark Avro data source
+#       jdbc/                            PostgreSQL and MariaDB JDBC drivers (verify)
 #       hive-metastore/                  Hive standalone metastore: jars, home/
 #                                        (its unpacked tarball), launcher/ (the
 #                                        loopback launcher, compiled here)
@@ -161,6 +162,7 @@ fetch_or_die kafka kafka
 fetch_or_die connect-plugins/debezium-postgres debezium-postgres
 fetch_or_die connect-plugins/debezium-mariadb debezium-mariadb
 fetch_or_die hive-metastore hive-metastore
+fetch_or_die jdbc jdbc
 
 # The metastore's tarball unpacked beside its jars (a refetch replaces the
 # whole group, so home/ goes with it), and the loopback launcher

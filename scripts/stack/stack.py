@@ -149,6 +149,7 @@ KAFKA_JARS = JARS_DIR / "kafka"
 PLUGINS_DIR = JARS_DIR / "connect-plugins"
 SPARK_KAFKA_JARS_DIR = JARS_DIR / "spark-kafka"
 SPARK_AVRO_JARS_DIR = JARS_DIR / "spark-avro"
+JDBC_JARS_DIR = JARS_DIR / "jdbc"  # the source databases' JDBC drivers (`verify`)
 METASTORE_JARS = JARS_DIR / "hive-metastore"  # install.sh: jars, home/ (the unpacked tarball), launcher/
 METASTORE_HOME = METASTORE_JARS / "home"
 METASTORE_LAUNCHER = METASTORE_JARS / "launcher"
@@ -389,7 +390,7 @@ def missing_install() -> list[str]:
         if not shutil.which(tool):
             missing.append(tool)
     for d in (KAFKA_JARS, PLUGINS_DIR / "debezium-postgres", PLUGINS_DIR / "debezium-mariadb",
-              SPARK_KAFKA_JARS_DIR, METASTORE_JARS, METASTORE_HOME / "lib", METASTORE_LAUNCHER):
+              SPARK_KAFKA_JARS_DIR, JDBC_JARS_DIR, METASTORE_JARS, METASTORE_HOME / "lib", METASTORE_LAUNCHER):
         if not _jars_ok(d):
             missing.append(str(d.relative_to(STACK_DIR.parent) if STACK_DIR.parent in d.parents else d))
     return missing
@@ -410,6 +411,11 @@ def spark_kafka_jars() -> list[str]:
 def spark_avro_jars() -> list[str]:
     """Jars for ``spark.jars`` to use ``format("avro")``."""
     return sorted(str(p) for p in SPARK_AVRO_JARS_DIR.glob("*.jar"))
+
+
+def jdbc_jars() -> list[str]:
+    """Jars for ``spark.jars`` to read PostgreSQL and MariaDB with Spark's JDBC source."""
+    return sorted(str(p) for p in JDBC_JARS_DIR.glob("*.jar"))
 
 
 def s3a_jars() -> list[str]:

@@ -90,7 +90,7 @@ def e2e_spark(stack, spark):
     # the jars are on the context when tests/conftest.py found them in .stack/jars; a stack elsewhere
     # (LAKECOMPACT_STACK_DIR) has them added here
     have = spark.sparkContext.getConf().get("spark.jars", "")
-    for j in stack.spark_kafka_jars() + stack.spark_avro_jars():
+    for j in stack.spark_kafka_jars() + stack.spark_avro_jars() + stack.jdbc_jars():
         if j not in have:
             session.sql(f"ADD JAR '{j}'")
     # not stopped at the end: that would stop the SparkContext it shares with `spark` (which tests/conftest.py stops)

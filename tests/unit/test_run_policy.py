@@ -58,7 +58,7 @@ SNAPSHOT = {
         {"table": "lake.orders", "base_version": 4, "base_rows": 90, "live_rows": 80, "pending_batches": 2,
          "pending_events": 20, "quarantined": 3, "last_compaction": iso(300), "last_compaction_seconds": 12.25,
          "last_compaction_rows_written": 40, "oldest_pending_landed_at": iso(120), "last_source_ts": iso(30),
-         "compacting": True, "compactions": 2, "compaction_failures": 0},
+         "verified_at": iso(900), "verify_divergent": 3, "compacting": True, "compactions": 2, "compaction_failures": 0},
         {"table": 'lake.we"ird\\name', "base_version": 0, "base_rows": 0, "live_rows": 0, "pending_batches": 0,
          "pending_events": None, "quarantined": 0, "last_compaction": None, "last_compaction_seconds": None,
          "oldest_pending_landed_at": None, "last_source_ts": None, "compacting": False},
@@ -87,6 +87,9 @@ def test_the_exposition_is_prometheus_text_with_one_sample_per_table_and_known_v
     assert parsed[("lakecompact_last_compaction_timestamp_seconds", "lake.orders")] == pytest.approx(NOW - 300)
     assert parsed[("lakecompact_compacting", "lake.orders")] == 1
     assert parsed[("lakecompact_quarantined_events", "lake.orders")] == 3
+    assert parsed[("lakecompact_verify_divergent_keys", "lake.orders")] == 3
+    assert parsed[("lakecompact_last_verify_timestamp_seconds", "lake.orders")] == pytest.approx(NOW - 900)
+    assert ("lakecompact_verify_divergent_keys", 'lake.we"ird\\name') not in parsed  # never verified: no sample
     # a label with a quote and a backslash comes back as written; an unknown count has no sample
     assert parsed[("lakecompact_base_version", 'lake.we"ird\\name')] == 0
     assert ("lakecompact_pending_events", 'lake.we"ird\\name') not in parsed

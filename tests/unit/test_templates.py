@@ -60,6 +60,11 @@ def contexts() -> dict[str, dict]:
         "late_events.sql.j2": {"base": "b", "increments": "i", "key": ["id"]},
         "drop_table.sql.j2": {"database": "db", "table": "orders_changes"},
         "use_database.sql.j2": {"database": "db"},
+        "verify_rows.sql.j2": {"rows": "r", "key": ["id"], "bucket_count": 256,
+                               "columns": [("id", "text"), ("at", "timestamp"), ("ok", "boolean"), ("amount", "decimal"),
+                                           ("ratio", "float"), ("raw", "binary"), ("tags", "json")]},
+        "verify_buckets.sql.j2": {"source": "s", "lake": "l"},
+        "verify_keys.sql.j2": {"source": "s", "lake": "l", "buckets": [3, 17], "names": ["id", "note"], "keyless": False},
     }
 
 
@@ -76,6 +81,17 @@ def test_template_parses(template, dialect):
     if template not in ("drop_partitions.sql.j2", "use_database.sql.j2"):
         # sqlglot understands these fully; the partition statements it keeps as commands
         assert not isinstance(parsed, exp.Command), f"{template} parsed only as an opaque command"
+
+
+@pytest.mark.parametrize("dialect", ["spark", "hive"])
+def test_verify_of_a_keyless_table_parses_and_compares_whole_rows(dialect):
+    keyless = {**contexts()["verify_keys.sql.j2"], "keyless": True}
+    rendered = sql.render("verify_keys.sql.j2", **keyless)
+    assert sqlglot.parse_one(rendered, read=dialect) is not None
+    assert "GROUP BY __values" in rendered and "__key" not in rendered
+    rows = sql.render("verify_rows.sql.j2", **{**contexts()["verify_rows.sql.j2"], "key": []})
+    assert sqlglot.parse_one(rows, read=dialect) is not None
+    assert "CAST(NULL AS STRING) AS __key" in rows and "xxhash64(to_json(__values)), 256)" in rows
 
 
 @pytest.mark.parametrize("dialect", ["spark", "hive"])

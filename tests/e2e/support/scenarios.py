@@ -22,6 +22,7 @@ from tests.e2e.support.kafka import DELIVERY_TIMEOUT, end_offsets, wait_delivere
 from tests.e2e.support.lake import compact, jvm_cpu_seconds, lake_config, land
 from tests.e2e.support.messages import duplicates, op_counts
 from tests.e2e.support.sources import MariaDb, Postgres, SourceDb
+from tests.e2e.support.verification import verify_then_damage
 from tests.e2e.support.workload import Workload
 from tests.support.crash import Crash, crash_once
 
@@ -127,6 +128,7 @@ def source_to_lake(spark, stack, db: SourceDb, tmp_path: Path, seed: int, *, lat
         compact(spark, config)
         scenario.comparisons += compare_with_source(spark, config, db, scenario.lake_tables, f"{db.kind} compaction 2")
         scenario.landed = increments_landed_once(spark, config, db, scenario.lake_tables, scenario.messages)
+        scenario.extra["verify"] = verify_then_damage(spark, config, db)  # last: it stops the connector
         if latest_lake:  # what the next run of the "latest" lake would land: all that came after its first run
             from lakecompact.landing import kafka
 

@@ -55,6 +55,11 @@ class SourceDb:
     def topic(self, table: str) -> str:
         return f"{self.topic_prefix}.{self.namespace}.{table}"
 
+    def jdbc_url(self) -> str:
+        """The source database as `verify` reads it."""
+        s = self.settings
+        return f"jdbc:{self.connector_type}://{s.host}:{s.port}/{s.database}"
+
     def lake_table(self, table: str) -> str:
         """docs/design.md "Contract": topic server.schema.table -> table schema_table, lower-cased."""
         return f"{self.namespace}_{table}".lower()
@@ -133,6 +138,10 @@ class Postgres(SourceDb):
     connector_type, kind, begin = "postgresql", "postgres", "BEGIN;"
     drop_statement, create_statement = "DROP SCHEMA IF EXISTS {ns} CASCADE;", "CREATE SCHEMA {ns};"
 
+    @property
+    def settings(self):
+        return self.stack.POSTGRES
+
     def run(self, script: str) -> list[str]:
         s = self.stack.POSTGRES
         env = {**os.environ, "PGPASSWORD": s.password, "PGCLIENTENCODING": "UTF8", "PGCONNECT_TIMEOUT": "10"}
@@ -181,6 +190,10 @@ class MariaDb(SourceDb):
     connector_type, kind, begin = "mariadb", "mariadb", "START TRANSACTION;"
     drop_statement, create_statement = "DROP DATABASE IF EXISTS {ns};", "CREATE DATABASE {ns} CHARACTER SET utf8mb4;"
     session_zone = "+02:00"  # TIMESTAMP literals of the workload are in this zone; Debezium sends UTC
+
+    @property
+    def settings(self):
+        return self.stack.MARIADB
 
     def run(self, script: str) -> list[str]:
         s = self.stack.MARIADB

@@ -1,0 +1,1 @@
+"""`lakecompact verify`: the lake's views against the source database (docs/design.md "Verify")."""

@@ -1,0 +1,221 @@
+"""Each lake table's view against its source table: per bucket of keys first (row count and a checksum of the
+rows, both sides normalised alike), then key by key inside the buckets that differ (docs/design.md "Verify")."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from dataclasses import dataclass
+
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from lakecompact import sql
+from lakecompact.catalog import Catalog
+from lakecompact.config import Config, VerifyConfig
+from lakecompact.errors import LakecompactError
+from lakecompact.identifiers import qualified
+from lakecompact.naming import verify_table
+from lakecompact.report import say, warn
+from lakecompact.verify import source
+
+KINDS = ("missing in the lake", "extra in the lake", "different values")
+
+
+class LakeDiffers(LakecompactError):
+    """verify found a table of the lake unequal to its source table: exit status 1, as `diff` says it."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, verdicts: list[Verdict]):
+        super().__init__(message)
+        self.verdicts = verdicts
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One table's verify: rows on each side, the buckets that differed, and what differed, by kind (keys; rows
+    for a keyless table)."""
+
+    table: str
+    source_table: str
+    source_rows: int
+    lake_rows: int
+    buckets: int
+    differing_buckets: int
+    found: dict[str, int]
+    not_compared: tuple[str, ...]
+    seconds: float
+
+    @property
+    def equal(self) -> bool:
+        return not any(self.found.values())
+
+
+def text_kind(data_type: T.DataType) -> tuple[str, str]:
+    """How verify_rows.sql.j2 writes a value of this type as text, and the group of types that compare with it
+    (a MariaDB TINYINT(1) is read as a boolean and landed as a number: both are numbers)."""
+    if isinstance(data_type, T.BooleanType):
+        return "boolean", "number"
+    if isinstance(data_type, T.DecimalType):
+        return "decimal", "number"
+    if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        return "text", "number"
+    if isinstance(data_type, (T.FloatType, T.DoubleType)):
+        return "float", "float"
+    if isinstance(data_type, (T.TimestampType, T.TimestampNTZType)):
+        return "timestamp", "timestamp"
+    if isinstance(data_type, T.DateType):
+        return "text", "date"
+    if isinstance(data_type, T.BinaryType):
+        return "binary", "binary"
+    if isinstance(data_type, (T.ArrayType, T.MapType, T.StructType)):
+        return "json", "json"
+    return "text", "text"
+
+
+def aligned(source_rows: DataFrame, lake_rows: DataFrame, columns: list[str], key: list[str], table: str
+            ) -> tuple[DataFrame, DataFrame, list[tuple[str, str]], list[tuple[str, str]], list[str]]:
+    """Both sides with the lake's column names, and the columns both can compare: each side's (name, text kind),
+    and the columns left out, each with why. A key column that cannot be compared is an error."""
+    by_lower = {name.lower(): name for name in source_rows.columns}
+    lake_types = {f.name: f.dataType for f in lake_rows.schema.fields}
+    source_types = {f.name: f.dataType for f in source_rows.schema.fields}
+    source_kinds, lake_kinds, left_out = [], [], []
+    for name in columns:
+        found = by_lower.get(name.lower())
+        lake_kind, lake_group = text_kind(lake_types[name])
+        why = "not in the source table" if found is None else None
+        if found is not None:
+            source_kind, source_group = text_kind(source_types[found])
+            if source_group != lake_group:
+                why = (f"the source has {source_types[found].simpleString()}, the lake "
+                       f"{lake_types[name].simpleString()}")
+        if why is not None:
+            if name in key:
+                raise LakecompactError(f"verify {table}: key column {name}: {why}; expected a key both sides hold "
+                                       "alike")
+            left_out.append(f"{name} ({why})")
+            continue
+        source_kinds.append((name, source_kind))
+        lake_kinds.append((name, lake_kind))
+    names = [name for name, _ in lake_kinds]
+    source_side = source_rows.select(*[source_rows[by_lower[n.lower()]].alias(n) for n in names])
+    return source_side, lake_rows.select(*names), source_kinds, lake_kinds, left_out
+
+
+def comparable_rows(spark: SparkSession, rows: DataFrame, kinds: list[tuple[str, str]], key: list[str],
+                    buckets: int) -> DataFrame:
+    """verify_rows.sql.j2 over one side."""
+    return sql.query(spark, "verify_rows.sql.j2", {"rows": "{rows}", "columns": kinds, "key": key,
+                                                   "bucket_count": buckets}, rows=rows)
+
+
+def verify_table_rows(spark: SparkSession, source_rows: DataFrame, lake_rows: DataFrame, *, table: str,
+                      key: list[str], buckets: int) -> tuple[list, DataFrame | None, tuple[str, ...]]:
+    """The buckets (bucket, source_rows, lake_rows, differs) and, when some differ, the differences: the pure part
+    of verify, over any two frames of the same table."""
+    source_side, lake_side, source_kinds, lake_kinds, left_out = aligned(source_rows, lake_rows, list(lake_rows.columns),
+                                                                         key, table)
+    source_view = comparable_rows(spark, source_side, source_kinds, key, buckets)
+    lake_view = comparable_rows(spark, lake_side, lake_kinds, key, buckets)
+    per_bucket = sql.query(spark, "verify_buckets.sql.j2", {"source": "{source}", "lake": "{lake}"},
+                           source=source_view, lake=lake_view).collect()  # one row per bucket
+    differing = sorted(row["bucket"] for row in per_bucket if row["differs"])
+    if not differing:
+        return per_bucket, None, tuple(left_out)
+    differences = sql.query(spark, "verify_keys.sql.j2", {
+        "source": "{source}", "lake": "{lake}", "buckets": differing, "names": [n for n, _ in lake_kinds],
+        "keyless": not key}, source=source_view, lake=lake_view)
+    return per_bucket, differences, tuple(left_out)
+
+
+def verify_one(spark: SparkSession, config: Config, catalog: Catalog, table: str, verify: VerifyConfig,
+               verified_at: datetime.datetime) -> Verdict:
+    started = time.monotonic()
+    schema = catalog.require(table)
+    name = source.source_table(schema, config.table(table))
+    key = list(schema.key)
+    lake_rows = catalog.table(table).select(*schema.column_names)
+    lake_types = {f.name: f.dataType.simpleString().upper() for f in lake_rows.schema.fields}
+    try:
+        source_rows = source.read(spark, verify, name, [(k, lake_types[k]) for k in key])
+        source_rows.schema  # noqa: B018 - asks the database for the table: a missing one fails here
+    except (Py4JJavaError, PySparkException) as error:  # the JDBC source's: the connection, the table
+        raise source.unreadable(f"verify {table}: reading {name} from {source.url(verify)}", error) from None
+    per_bucket, differences, left_out = verify_table_rows(spark, source_rows, lake_rows, table=table, key=key,
+                                                          buckets=verify.buckets)
+    for column in left_out:
+        warn(f"verify {table}: column {column}: not compared")
+    found = dict.fromkeys(KINDS, 0)
+    if differences is not None:
+        result = qualified(config.database, verify_table(table))
+        (differences.select(F.lit(verified_at).alias("verified_at"), "*")
+         .write.mode("append").format("parquet").option("path", catalog.paths(table).verify_results)
+         .saveAsTable(result))
+        written = spark.table(result).where(F.col("verified_at") == F.lit(verified_at))
+        for row in written.groupBy("kind").agg(F.sum("copies").alias("n")).collect():  # at most three rows
+            found[row["kind"]] = row["n"]
+        for kind in KINDS:
+            for row in written.where(F.col("kind") == kind).limit(verify.shown).collect():
+                say(f"  {table}: {kind}: " + _described(row))
+    verdict = Verdict(table, name, sum(r["source_rows"] for r in per_bucket),
+                      sum(r["lake_rows"] for r in per_bucket), verify.buckets, sum(1 for r in per_bucket if r["differs"]),
+                      found, left_out, time.monotonic() - started)
+    # what `status` and the metrics of `run` show (lakecompact_verify_divergent_keys), the latest verify's only
+    catalog.storage.write_json(catalog.paths(table).verified, {
+        "verified_at": verified_at.isoformat(), "divergent": sum(found.values()), "found": found,
+        "source_rows": verdict.source_rows, "lake_rows": verdict.lake_rows, "seconds": round(verdict.seconds, 3)},
+        overwrite=True)
+    return verdict
+
+
+
+def _described(row) -> str:
+    if row["key"] is None:  # keyless: a row and its copies
+        return f"{_short(row['source_row'] or row['lake_row'], 200)} ({row['copies']} copies)"
+    if row["kind"] != "different values":
+        return f"key {row['key']}"
+    source_row, lake_row = json.loads(row["source_row"]), json.loads(row["lake_row"])
+    return f"key {row['key']}: " + "; ".join(
+        f"{c}: source {_short(json.dumps(source_row.get(c)), 60)}, lake {_short(json.dumps(lake_row.get(c)), 60)}"
+        for c in row["columns"])
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def require_source(config: Config) -> VerifyConfig:
+    if config.verify is None:
+        raise LakecompactError("verify: expected a [verify] section in the config with the source database's "
+                               "jdbc_url (docs/verify.md)")
+    return config.verify
+
+
+def verify(spark: SparkSession, config: Config, tables: list[str] | None = None) -> list[Verdict]:
+    """Verify the tables (default: every table of the lake); raises LakeDiffers when one differs."""
+    source_config = require_source(config)
+    catalog = Catalog(spark, config)
+    tables = tables or catalog.tables()
+    verified_at = datetime.datetime.now(datetime.UTC).replace(microsecond=0)  # aware: the same instant in any zone
+    verdicts = []
+    for table in tables:
+        verdict = verify_one(spark, config, catalog, table, source_config, verified_at)
+        verdicts.append(verdict)
+        outcome = "equal" if verdict.equal else "DIFFERENT: " + ", ".join(
+            f"{n} {kind}" for kind, n in verdict.found.items() if n)
+        say(f"verify {config.database}.{table} against {verdict.source_table}: {outcome} ({verdict.source_rows} "
+            f"source rows, {verdict.lake_rows} lake rows, {verdict.differing_buckets} of {verdict.buckets} buckets "
+            f"differ) in {verdict.seconds:.1f}s")
+    differing = [v.table for v in verdicts if not v.equal]
+    if differing:
+        raise LakeDiffers(f"verify: {len(differing)} of {len(verdicts)} tables differ from the source: "
+                          f"{', '.join(differing)}; what differs is in "
+                          f"{', '.join(qualified(config.database, verify_table(t)) for t in differing)} with "
+                          f"verified_at = '{verified_at:%Y-%m-%d %H:%M:%S}' (UTC)", verdicts)
+    return verdicts

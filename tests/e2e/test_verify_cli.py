@@ -1,0 +1,90 @@
+"""`lakecompact verify` as an operator runs it: processes against the stack's PostgreSQL, on a lake landed from
+the shipped examples. The source table holds one row as the lake does, one with another email, not the lake's
+key 4, and a key the lake never saw: verify prints each by kind, writes them to `<t>_verify`, `status` counts
+them, and it exits 1; a
+source table that is not there is one line, exit 2. (The lake against real Debezium, PostgreSQL and MariaDB, all
+column types, equal and damaged: test_postgres_to_lake and test_mariadb_to_lake.)"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.e2e.support.common import unique
+from tests.support.cli import JVM_INCUBATOR_WARNING, ROOT, lakecompact, minimal_config, sql_lines
+
+
+def _config(tmp_path, stack, source_table: str):
+    s = stack.POSTGRES
+    return minimal_config(tmp_path, extra=(
+        "[verify]\n"
+        f'jdbc_url = "jdbc:postgresql://{s.host}:{s.port}/{s.database}"\n'
+        f'user = "{s.user}"\n'
+        f'password = "{s.password}"\n'
+        "[spark.conf]\n"
+        f'"spark.jars" = "{",".join(stack.jdbc_jars())}"\n'
+        "[tables.public_customers]\n"
+        f'source_table = "{source_table}"\n'))
+
+
+def _stderr(result) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line != JVM_INCUBATOR_WARNING and
+            not line.startswith("lakecompact verify: finished")]
+
+
+@pytest.mark.e2e
+def test_verify_prints_what_differs_by_kind_writes_it_and_exits_1(stack, tmp_path):
+    (tmp_path / "events").mkdir()
+    shutil.copy(ROOT / "examples" / "events" / "part-1.jsonl", tmp_path / "events")
+    schema = unique("e2e_verify")
+    config = _config(tmp_path, stack, f"{schema}.customers")
+    landed = lakecompact(config, "land")
+    assert landed.returncode == 0, landed.stderr
+    rows = {r["id"]: r for r in map(json.loads, sql_lines(
+        config, "SELECT id, name, email, bio, signed_up FROM lake.public_customers")) if "id" in r}
+    assert sorted(rows) == [1, 2, 4]
+
+    def values(row: dict) -> str:
+        return ", ".join("NULL" if v is None else "'" + str(v).replace("'", "''") + "'"
+                         for v in (row["id"], row["name"], row["email"], row["bio"], row["signed_up"]))
+
+    stack.pg_sql(f"CREATE SCHEMA {schema}; CREATE TABLE {schema}.customers (id int PRIMARY KEY, name text, "
+                 f"email text, bio text, signed_up date);\n"
+                 f"INSERT INTO {schema}.customers VALUES ({values(rows[1])}), "
+                 f"({values({**rows[2], 'email': 'changed@example.com'})}), (9, 'never landed', NULL, NULL, NULL);")
+    try:
+        result = lakecompact(config, "verify", "--table", "public_customers")
+        missing_table = lakecompact(_config(tmp_path, stack, f"{schema}.nope"), "verify", "--table", "public_customers")
+    finally:
+        stack.pg_sql(f"DROP SCHEMA {schema} CASCADE;")
+
+    assert result.returncode == 1, result.stderr
+    found = [line.strip() for line in result.stdout.splitlines() if line.startswith("  public_customers: ")]
+    assert found == [
+        'public_customers: missing in the lake: key ["9"]',
+        'public_customers: extra in the lake: key ["4"]',
+        ('public_customers: different values: key ["2"]: email: source "changed@example.com", lake '
+        f'{json.dumps(rows[2]["email"])}'),
+    ]
+    assert "DIFFERENT: 1 missing in the lake, 1 extra in the lake, 1 different values (3 source rows, 3 lake rows" \
+        in result.stdout
+    [line] = _stderr(result)
+    assert line.startswith("lakecompact: error: verify: 1 of 1 tables differ from the source: public_customers; "
+                           "what differs is in `lake`.`public_customers_verify`")
+    written = sorted(sql_lines(config, "SELECT kind, key, columns FROM lake.public_customers_verify"))
+    assert written == sorted(json.dumps(r, separators=(",", ":")) for r in (
+        {"kind": "missing in the lake", "key": '["9"]', "columns": []},
+        {"kind": "extra in the lake", "key": '["4"]', "columns": []},
+        {"kind": "different values", "key": '["2"]', "columns": ["email"]}))
+
+    status = lakecompact(config, "status", "--json")
+    [row] = [r for r in map(json.loads, status.stdout.splitlines()) if r["table"] == "lake.public_customers"]
+    assert row["verify_divergent"] == 3 and row["verified_at"] is not None
+
+    assert missing_table.returncode == 2, missing_table.stderr
+    assert _stderr(missing_table) == [
+        (f"lakecompact: error: verify public_customers: reading {schema}.nope from jdbc:postgresql://"
+        f"{stack.POSTGRES.host}:{stack.POSTGRES.port}/{stack.POSTGRES.database}: ERROR: relation "
+        f'"{schema}.nope" does not exist')]
