@@ -112,3 +112,22 @@ def test_avro_values_that_do_not_fit_are_quarantined(spark, ansi):
         (1, None, "value of column price does not fit DECIMAL(10,2)"),
         (2, None, "value of column price does not fit DECIMAL(10,2)"),
     ]
+
+
+def test_an_avro_message_is_not_read_as_json(spark):
+    """A value in Confluent's wire format (magic byte 0) is classified by its schema id, and an Avro key is not
+    parsed as JSON (its key columns come from the value); a JSON message beside them still is (decode.split_message)."""
+    avro_value = bytes([0, 0, 0, 0, 7]) + b"\x02\x06abc"
+    raw = spark.createDataFrame(
+        [("pg.public.t", 0, 0, "\u0000\u0000\u0000\u0000\u0003\u0002", avro_value.decode("latin-1"), "test:0",
+          bytearray(avro_value)),
+         ("pg.public.t", 0, 1, json.dumps({"id": 1}), json.dumps({"after": {"id": 1}, "op": "c"}), "test:1", None)],
+        "__kafka_topic STRING, __kafka_partition INT, __kafka_offset BIGINT, key STRING, payload STRING, "
+        "__origin STRING, __value_bytes BINARY",
+    )
+    rows = {r["__kafka_offset"]: r for r in decode.split_message(raw).collect()}
+    assert rows[0]["value_schema_hash"] == f"{decode.AVRO_PREFIX}7"
+    assert (rows[0]["value_json"], rows[0]["key_json"], rows[0]["key_schema"], rows[0]["value_keys"]) == \
+        (None, None, None, [])
+    assert json.loads(rows[1]["key_json"]) == {"id": 1} and json.loads(rows[1]["value_json"])["op"] == "c"
+    assert sorted(rows[1]["value_keys"]) == ["after", "op"]
