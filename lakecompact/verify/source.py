@@ -4,7 +4,6 @@ and the key ranges read side by side."""
 from __future__ import annotations
 
 import os
-import re
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -20,7 +19,6 @@ DRIVERS = {"postgresql": "org.postgresql.Driver", "mysql": "com.mysql.cj.jdbc.Dr
 # Timestamps as the lake holds them: in UTC (a TIMESTAMP column of MySQL/MariaDB is read in the session's zone).
 SESSION_INIT = {"postgresql": "SET TIME ZONE 'UTC'", "mysql": "SET time_zone = '+00:00'",
                 "mariadb": "SET time_zone = '+00:00'"}
-_INTEGRAL = re.compile(r"^(TINYINT|SMALLINT|INT|BIGINT|DECIMAL\(\d+,\s*0\))$", re.IGNORECASE)
 
 
 class SourceUnreachable(ServiceUnavailable):
@@ -61,10 +59,10 @@ def url(verify: VerifyConfig) -> str:
 
 def options(verify: VerifyConfig) -> dict[str, str]:
     """The JDBC source's options every read of the source takes (the password among them: never printed)."""
-    password = os.environ.get(verify.password_env, "") if verify.password_env else verify.password
     if verify.password_env and verify.password_env not in os.environ:
         raise LakecompactError(f"verify.password_env: expected the environment variable {verify.password_env} to "
                                "hold the source database's password; it is not set")
+    password = os.environ[verify.password_env] if verify.password_env else verify.password
     return {
         "url": url(verify), "driver": DRIVERS[verify.jdbc_kind], "user": verify.user, "password": password,
         "fetchsize": str(verify.fetch_size), "sessionInitStatement": SESSION_INIT[verify.jdbc_kind],
@@ -84,17 +82,16 @@ def quoted(name: str, kind: str) -> str:
     return ".".join(f"{mark}{part}{mark}" for part in name.split("."))
 
 
-def read(spark: SparkSession, verify: VerifyConfig, name: str, key: list[tuple[str, str]]) -> DataFrame:
-    """The source table, in `read_partitions` key ranges when its key is one whole-number column."""
+def read(spark: SparkSession, verify: VerifyConfig, name: str, ranged_by: str | None) -> DataFrame:
+    """The source table; in `read_partitions` ranges of `ranged_by` (a whole-number key column) when given."""
     base = {**options(verify), "dbtable": quoted(name, verify.jdbc_kind)}
     reader = spark.read.format("jdbc").options(**base)
-    if len(key) != 1 or not _INTEGRAL.match(key[0][1]) or verify.read_partitions == 1:
+    if ranged_by is None or verify.read_partitions == 1:
         return reader.load()
-    column = key[0][0]
     # the database computes them: Spark pushes the aggregate down to it
     bounds = (spark.read.format("jdbc").options(**base).option("pushDownAggregate", "true").load()
-              .agg(F.min(column).alias("low"), F.max(column).alias("high")).first())  # one row
+              .agg(F.min(ranged_by).alias("low"), F.max(ranged_by).alias("high")).first())  # one row
     if bounds is None or bounds["low"] is None or bounds["low"] == bounds["high"]:
         return reader.load()
-    return reader.options(partitionColumn=column, lowerBound=str(bounds["low"]), upperBound=str(bounds["high"]),
+    return reader.options(partitionColumn=ranged_by, lowerBound=str(bounds["low"]), upperBound=str(bounds["high"]),
                           numPartitions=str(verify.read_partitions)).load()

@@ -13,6 +13,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.window import Window
 
 from lakecompact import sql
 from lakecompact.catalog import Catalog
@@ -141,9 +142,8 @@ def verify_one(spark: SparkSession, config: Config, catalog: Catalog, table: str
     name = source.source_table(schema, config.table(table))
     key = list(schema.key)
     lake_rows = catalog.table(table).select(*schema.column_names)
-    lake_types = {f.name: f.dataType.simpleString().upper() for f in lake_rows.schema.fields}
     try:
-        source_rows = source.read(spark, verify, name, [(k, lake_types[k]) for k in key])
+        source_rows = source.read(spark, verify, name, _whole_number_key(lake_rows, key))
         source_rows.schema  # noqa: B018 - asks the database for the table: a missing one fails here
     except (Py4JJavaError, PySparkException) as error:  # the JDBC source's: the connection, the table
         raise source.unreadable(f"verify {table}: reading {name} from {source.url(verify)}", error) from None
@@ -160,9 +160,12 @@ def verify_one(spark: SparkSession, config: Config, catalog: Catalog, table: str
         written = spark.table(result).where(F.col("verified_at") == F.lit(verified_at))
         for row in written.groupBy("kind").agg(F.sum("copies").alias("n")).collect():  # at most three rows
             found[row["kind"]] = row["n"]
-        for kind in KINDS:
-            for row in written.where(F.col("kind") == kind).limit(verify.shown).collect():
-                say(f"  {table}: {kind}: " + _described(row))
+        by_kind_order = ("key", "source_row", "lake_row")
+        by_kind = Window.partitionBy("kind").orderBy(*by_kind_order)
+        shown = (written.withColumn("n", F.row_number().over(by_kind)).where(F.col("n") <= verify.shown)
+                 .collect())  # `shown` rows per kind
+        for row in sorted(shown, key=lambda r: (KINDS.index(r["kind"]), *(r[c] or "" for c in by_kind_order))):
+            say(f"  {table}: {row['kind']}: " + _described(row))
     verdict = Verdict(table, name, sum(r["source_rows"] for r in per_bucket),
                       sum(r["lake_rows"] for r in per_bucket), verify.buckets, sum(1 for r in per_bucket if r["differs"]),
                       found, left_out, time.monotonic() - started)
@@ -173,6 +176,14 @@ def verify_one(spark: SparkSession, config: Config, catalog: Catalog, table: str
         overwrite=True)
     return verdict
 
+
+def _whole_number_key(lake_rows: DataFrame, key: list[str]) -> str | None:
+    """The key column the source is read in ranges of: the key, when it is one whole-number column."""
+    if len(key) != 1:
+        return None
+    kind = lake_rows.schema[key[0]].dataType
+    whole = isinstance(kind, T.IntegralType) or (isinstance(kind, T.DecimalType) and kind.scale == 0)
+    return key[0] if whole else None
 
 
 def _described(row) -> str:

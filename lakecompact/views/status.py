@@ -88,10 +88,16 @@ def print_status(rows: list[dict[str, Any]]) -> None:
             f"{row['table']}: base v{row['base_version']}, {shown(row['base_rows'])} base rows "
             f"({shown(row['live_rows'])} live), {row['pending_batches']} pending batch(es) with "
             f"{shown(row['pending_events'])} events, {shown(row['quarantined'])} quarantined, "
-            f"change feed {feed}, {compacted}, last source change {row['last_source_ts'] or '-'}"
-            + (f", verified {row['verified_at']}: " + ("equal" if not row["verify_divergent"] else
-               f"{row['verify_divergent']} keys differ") if row.get("verified_at") else "")
+            f"change feed {feed}, {compacted}, last source change {row['last_source_ts'] or '-'}{_verified(row)}"
         )
+
+
+def _verified(row: dict[str, Any]) -> str:
+    """The latest `verify` of a status row's table, if one ran."""
+    if not row.get("verified_at"):
+        return ""
+    found = "equal" if not row["verify_divergent"] else f"{row['verify_divergent']} keys differ"
+    return f", verified {row['verified_at']}: {found}"
 
 
 def batch_folders(catalog: Catalog, root: str) -> list[tuple[tuple[str, int], str]]:
