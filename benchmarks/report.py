@@ -312,6 +312,8 @@ TARGETS = (
 )
 
 NOT_MEASURED = (
+    ("at 5,000,000 rows: landing throughput of the three forms (JSON with schemas, without, Avro), and a batch of "
+     "100,000 events until a reader sees it (`merge-5m-mor` times a batch of 500,000) (#57);"),
     "the peers on S3, where they cannot run on the stack's cluster (#56).",
 )
 # results files written before the runner recorded each engine's Spark: their peers ran on Spark 3.5
