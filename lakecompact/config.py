@@ -390,6 +390,9 @@ class VerifyConfig:
     buckets: int = 256  # groups of keys whose counts and checksums are compared first
     fetch_size: int = 10_000
     shown: int = 10  # differing keys printed per kind (all of them go to <t>_verify)
+    # how long verify waits for the lake to land past the source position it read at, when something differs
+    # (0: no wait, and no log position read: every difference counts)
+    settle_seconds: int = 120
 
     def validate(self, where: str) -> None:
         """The rules this section's values meet, each named by where it is set (`where`, e.g. "tables.orders")."""
@@ -399,7 +402,8 @@ class VerifyConfig:
         for name in ("read_partitions", "buckets", "fetch_size"):
             _require(_is_count(getattr(self, name)) and getattr(self, name) >= 1, f"{at}{name}",
                      "a whole number of at least 1", getattr(self, name))
-        _require(_is_count(self.shown), f"{at}shown", "a whole number >= 0", self.shown)
+        for name in ("shown", "settle_seconds"):
+            _require(_is_count(getattr(self, name)), f"{at}{name}", "a whole number >= 0", getattr(self, name))
         _require(not (self.password and self.password_env), f"{at}password_env",
                  "either password or password_env, not both")
 

@@ -45,6 +45,13 @@ class SourceToLake:
         """`verify` (JDBC read of the source, per-bucket checksums) on the lake the pipeline built: nothing differs."""
         assert scenario.extra["verify"].equal == {table: {} for table in scenario.extra["verify"].expected}
 
+    def test_verify_while_writes_keep_running_reports_nothing_in_flight_as_different(self, scenario):
+        """verify while the source is written and the lake lands: the lake was behind when verify read it (buckets
+        differed), and once it landed past the source position of the read nothing is reported."""
+        live = scenario.extra["verify"].while_writing
+        assert {table: v["found"] for table, v in live.items()} == {table: {} for table in live}
+        assert sum(v["differing_buckets"] for v in live.values()) > 0, f"the lake was never behind: {live}"
+
     def test_verify_finds_exactly_the_keys_changed_behind_the_connector(self, scenario):
         """Changes at the source the lake never saw: verify names each key by kind (and the column that differs),
         and nothing else; they are in <t>_verify."""

@@ -23,6 +23,7 @@ def _config(tmp_path, stack, source_table: str):
         f'jdbc_url = "jdbc:postgresql://{s.host}:{s.port}/{s.database}"\n'
         f'user = "{s.user}"\n'
         f'password = "{s.password}"\n'
+        "settle_seconds = 0\n"  # the lake is landed from the example's files, not from this database's log
         "[spark.conf]\n"
         f'"spark.jars" = "{",".join(stack.jdbc_jars())}"\n'
         "[tables.public_customers]\n"

@@ -65,11 +65,36 @@ def contexts() -> dict[str, dict]:
                                            ("ratio", "float"), ("raw", "binary"), ("tags", "json")]},
         "verify_buckets.sql.j2": {"source": "s", "lake": "l"},
         "verify_keys.sql.j2": {"source": "s", "lake": "l", "buckets": [3, 17], "names": ["id", "note"], "keyless": False},
+        "verify_positions.sql.j2": {"base": "b", "increments": "i", "key": [("id", "text"), ("at", "timestamp")],
+                                    "keys": "k"},
     }
 
 
+# run on the source database, not Spark: each form parses in its database's dialect
+SOURCE_DATABASE = {
+    "source_log_position.sql.j2": [({"kind": "postgresql"}, "postgres"),
+                                   ({"kind": "binlog", "binary_log_status": False}, "mysql"),
+                                   ({"kind": "binlog", "binary_log_status": True}, "mysql")],
+}
+
+
 def test_every_template_has_a_context():
-    assert set(sql.template_names()) == set(contexts())
+    assert set(sql.template_names()) == set(contexts()) | set(SOURCE_DATABASE)
+
+
+@pytest.mark.parametrize(("template", "context", "dialect"),
+                         [(t, c, d) for t, forms in SOURCE_DATABASE.items() for c, d in forms])
+def test_a_source_database_template_parses_in_its_dialect(template, context, dialect):
+    rendered = sql.render(template, **context)
+    assert sqlglot.parse_one(rendered, read=dialect) is not None
+    assert rendered.strip() == rendered and ";" not in rendered  # one statement, as JDBC takes it
+
+
+@pytest.mark.parametrize("dialect", ["spark", "hive"])
+def test_the_latest_event_landed_without_keys_parses(dialect):
+    rendered = sql.render("verify_positions.sql.j2", **{**contexts()["verify_positions.sql.j2"], "keys": None})
+    assert sqlglot.parse_one(rendered, read=dialect) is not None
+    assert "__key" not in rendered and "max(__position) AS __position FROM events" in rendered
 
 
 @pytest.mark.parametrize("template", sorted(contexts()))

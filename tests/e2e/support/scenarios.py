@@ -22,7 +22,7 @@ from tests.e2e.support.kafka import DELIVERY_TIMEOUT, end_offsets, wait_delivere
 from tests.e2e.support.lake import compact, jvm_cpu_seconds, lake_config, land
 from tests.e2e.support.messages import duplicates, op_counts
 from tests.e2e.support.sources import MariaDb, Postgres, SourceDb
-from tests.e2e.support.verification import verify_then_damage
+from tests.e2e.support.verification import lake_tables, verdicts, verify_config, verify_then_damage
 from tests.e2e.support.workload import Workload
 from tests.support.crash import Crash, crash_once
 
@@ -128,7 +128,8 @@ def source_to_lake(spark, stack, db: SourceDb, tmp_path: Path, seed: int, *, lat
         compact(spark, config)
         scenario.comparisons += compare_with_source(spark, config, db, scenario.lake_tables, f"{db.kind} compaction 2")
         scenario.landed = increments_landed_once(spark, config, db, scenario.lake_tables, scenario.messages)
-        scenario.extra["verify"] = verify_then_damage(spark, config, db)  # last: it stops the connector
+        while_writing = verify_while_writing(spark, stack, config, db, workload)
+        scenario.extra["verify"] = verify_then_damage(spark, config, db, while_writing)  # last: it stops the connector
         if latest_lake:  # what the next run of the "latest" lake would land: all that came after its first run
             from lakecompact.landing import kafka
 
@@ -170,6 +171,45 @@ class Restarts:
 
 def expected_events(workloads: dict[str, Workload]) -> dict[str, int]:
     return {topic: n for w in workloads.values() for topic, n in w.expected_events().items()}
+
+
+def verify_while_writing(spark, stack, config, db: SourceDb, workload: Workload) -> dict[str, dict]:
+    """verify while a writer changes the source and a thread lands what Debezium sends: the lake is behind when
+    verify reads, and catches up while it waits. Then the writes end and the lake lands all of them."""
+    writer = Writer([(db, workload, workload.phase_statements(80))], chunk=1, pause=0.3)
+    stop, landed, failures = threading.Event(), [], []
+
+    def land_until_stopped():
+        try:
+            while not stop.is_set():
+                landed.append(land(spark, config).events_in)
+                if not landed[-1]:
+                    stop.wait(1.0)  # paces a lander with nothing to land
+        except Exception as exc:  # noqa: BLE001 - reported by the test
+            failures.append(exc)
+
+    lander = threading.Thread(target=land_until_stopped, daemon=True)
+    writer.start()
+    deadline = time.monotonic() + 60
+    while writer.done < 5 and writer.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.1)  # polls the writer's progress: verify starts once the source is ahead of the lake
+    lander.start()
+    try:
+        found = verdicts(spark, verify_config(config, db, settle_seconds=30), lake_tables(db))
+        writes_during_verify = writer.is_alive()
+    finally:
+        stop.set()
+        lander.join(timeout=300)
+        writer.join(timeout=300)
+    assert not failures and writer.error is None, f"landing failed: {failures}; writing failed: {writer.error}"
+    marker, token = workload.marker_script()
+    db.run(marker)
+    wait_delivered(spark, stack, [db], workload.expected_events(), {db.kind: token}, exact=True)
+    land(spark, config)
+    say(f"{db.kind}: verify while writing: {writer.done} statements, {len(landed)} lands of {sum(landed)} events; "
+        f"writes still going when verify ended: {writes_during_verify}")
+    return {v.table: {"found": {k: n for k, n in v.found.items() if n}, "differing_buckets": v.differing_buckets,
+                      "in_flight": v.in_flight, "writes_during_verify": writes_during_verify} for v in found}
 
 
 class Writer(threading.Thread):

@@ -15,35 +15,50 @@ NEW_KEY = 1_000_000  # an accounts key the workload never makes
 @dataclass
 class Verification:
     equal: dict[str, dict[str, int]]  # per lake table: what verify found on the lake as built (nothing, if right)
+    while_writing: dict[str, dict]  # ... while writes went on and the lake landed them: found, buckets, in flight
     damaged: dict[str, dict[str, int]]  # ... after the damage
     differences: dict[str, set[tuple[str, str, tuple[str, ...]]]]  # per table: (kind, key, columns) in <t>_verify
     expected: dict[str, set[tuple[str, str, tuple[str, ...]]]]
 
 
-def _found(spark, config, tables: list[str]) -> dict[str, dict[str, int]]:
+def verdicts(spark, config, tables: list[str]) -> list:
     from lakecompact.verify.verify import LakeDiffers, verify
 
     try:
-        verdicts = verify(spark, config, tables)
+        return verify(spark, config, tables)
     except LakeDiffers as differs:
-        verdicts = differs.verdicts
-    return {v.table: {kind: n for kind, n in v.found.items() if n} for v in verdicts}
+        return differs.verdicts
+
+
+def _found(spark, config, tables: list[str]) -> dict[str, dict[str, int]]:
+    return {v.table: {kind: n for kind, n in v.found.items() if n} for v in verdicts(spark, config, tables)}
+
+
+def verify_config(config, db: SourceDb, settle_seconds: int):
+    from lakecompact.config import VerifyConfig
+
+    s = db.settings
+    return dataclasses.replace(config, verify=VerifyConfig(
+        jdbc_url=db.jdbc_url(), user=s.user, password=s.password, buckets=16, read_partitions=2,
+        settle_seconds=settle_seconds))
+
+
+def lake_tables(db: SourceDb) -> list[str]:
+    return [db.lake_table(t) for t in ("accounts", "orders", "audit")]
 
 
 def _one_value(db: SourceDb, query: str) -> str:
     return db.run(query)[0].strip()
 
 
-def verify_then_damage(spark, config, db: SourceDb) -> Verification:
+def verify_then_damage(spark, config, db: SourceDb, while_writing: dict[str, dict]) -> Verification:
     """verify on the lake as built; then, the connector gone: an accounts row updated, one deleted, one inserted,
-    and an audit row inserted at the source; verify again."""
-    from lakecompact.config import VerifyConfig
+    and an audit row inserted at the source; verify again (what it found while writes went on: `while_writing`).
+    The connector never lands the damage: verify waits a few seconds for the lake, then names it."""
     from lakecompact.naming import verify_table
 
-    s = db.settings
-    config = dataclasses.replace(config, verify=VerifyConfig(
-        jdbc_url=db.jdbc_url(), user=s.user, password=s.password, buckets=16, read_partitions=2))
-    tables = [db.lake_table(t) for t in ("accounts", "orders", "audit")]
+    config = verify_config(config, db, settle_seconds=3)
+    tables = lake_tables(db)
     equal = _found(spark, config, tables)
 
     db.unregister()
@@ -69,4 +84,4 @@ def verify_then_damage(spark, config, db: SourceDb) -> Verification:
         db.lake_table("orders"): set(),
         db.lake_table("audit"): {("missing in the lake", None, ())},
     }
-    return Verification(equal, damaged, differences, expected)
+    return Verification(equal, while_writing, damaged, differences, expected)
