@@ -243,6 +243,15 @@ def _verify(args, context: Context) -> None:
     verify(context.spark, context.config, _tables(args))
 
 
+def _repair(args, context: Context) -> None:
+    from lakecompact.verify.repair import repair, require_signal_table
+    from lakecompact.verify.verify import require_source
+
+    require_signal_table(require_source(context.config))  # before a JVM starts
+    _require_tables(context, _tables(args))
+    repair(context.spark, context.config, _tables(args))
+
+
 def _demo(args, context: Context) -> None:
     from lakecompact.demo import run_demo
 
@@ -384,6 +393,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("verify", "compare each table's view with its source table, read over JDBC: per bucket of keys, then key "
             "by key where a bucket differs; prints what differs by kind and writes it to <table>_verify; exit "
             "status 1 when a table differs", _verify, f"{WITH_CONFIG} verify --table public_customers", _some_tables),
+    Command("repair", "ask Debezium to send again the keys the latest verify found different (an incremental "
+            "snapshot signalled in [verify] signal_table); prints the statement for keys the source no longer has",
+            _repair, f"{WITH_CONFIG} repair --table public_customers", _some_tables),
     Command("demo", "land, compact and query the events shipped in examples/", _demo,
             "lakecompact demo --warehouse /tmp/demo", _demo_arguments),
     Command("class-archive", "build the JVM class archive that makes every command start seconds sooner "

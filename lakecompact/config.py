@@ -393,6 +393,8 @@ class VerifyConfig:
     # how long verify waits for the lake to land past the source position it read at, when something differs
     # (0: no wait, and no log position read: every difference counts)
     settle_seconds: int = 120
+    # `repair`: the connector's signalling table (its signal.data.collection, as the source names it)
+    signal_table: str = ""
 
     def validate(self, where: str) -> None:
         """The rules this section's values meet, each named by where it is set (`where`, e.g. "tables.orders")."""

@@ -26,6 +26,12 @@ def _sql_string(value: str) -> str:
     return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def _source_string(value: str, kind: str) -> str:
+    """A string literal of the source database (postgresql: standard strings; mysql, mariadb: backslash escapes)."""
+    text = str(value) if kind == "postgresql" else str(value).replace("\\", "\\\\")
+    return "'" + text.replace("'", "''") + "'"
+
+
 def _sql_literal(value: object) -> str:
     if isinstance(value, bool) or not isinstance(value, int):
         return _sql_string(str(value))
@@ -49,6 +55,7 @@ def environment() -> jinja2.Environment:
     env.filters["q"] = quote
     env.filters["ident"] = check_identifier
     env.filters["s"] = _sql_string
+    env.filters["source_s"] = _source_string
     env.filters["lit"] = _sql_literal
     env.globals["exact_json_options"] = EXACT_JSON_OPTIONS
     return env

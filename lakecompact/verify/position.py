@@ -44,7 +44,7 @@ def from_binlog(file: str, offset: int) -> Position:
 
 def current(spark: SparkSession, verify: VerifyConfig) -> Position:
     """The source's log position now, over a JDBC connection of the driver process (one row: no Spark job)."""
-    connection = _connect(spark, verify)
+    connection = source.connection(spark, verify)
     try:
         if verify.jdbc_kind == "postgresql":
             rows = _rows(connection, sql.render(TEMPLATE, kind="postgresql"))
@@ -67,20 +67,6 @@ def current(spark: SparkSession, verify: VerifyConfig) -> Position:
         raise source.unreadable(f"verify: reading the log position of {source.url(verify)}", error) from None
     finally:
         connection.close()
-
-
-def _connect(spark: SparkSession, verify: VerifyConfig):
-    jvm = spark.sparkContext._jvm
-    options = source.options(verify)
-    # Spark's registry wraps the driver, loaded from spark.jars, so that java.sql.DriverManager can hand it out
-    jvm.org.apache.spark.sql.execution.datasources.jdbc.DriverRegistry.register(options["driver"])
-    properties = jvm.java.util.Properties()
-    for name in ("user", "password"):
-        properties.setProperty(name, options[name])
-    try:
-        return jvm.java.sql.DriverManager.getConnection(options["url"], properties)
-    except Py4JJavaError as error:
-        raise source.unreadable(f"verify: connecting to {source.url(verify)}", error) from None
 
 
 def _rows(connection, query: str) -> list[tuple[str, ...]]:

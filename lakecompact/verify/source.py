@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -95,3 +96,18 @@ def read(spark: SparkSession, verify: VerifyConfig, name: str, ranged_by: str | 
         return reader.load()
     return reader.options(partitionColumn=ranged_by, lowerBound=str(bounds["low"]), upperBound=str(bounds["high"]),
                           numPartitions=str(verify.read_partitions)).load()
+
+
+def connection(spark: SparkSession, verify: VerifyConfig):
+    """A plain JDBC connection of the driver process, for a statement that is not a Spark read (close it)."""
+    jvm = spark.sparkContext._jvm
+    settings = options(verify)
+    # Spark's registry wraps the driver, loaded from spark.jars, so that java.sql.DriverManager can hand it out
+    jvm.org.apache.spark.sql.execution.datasources.jdbc.DriverRegistry.register(settings["driver"])
+    properties = jvm.java.util.Properties()
+    for name in ("user", "password"):
+        properties.setProperty(name, settings[name])
+    try:
+        return jvm.java.sql.DriverManager.getConnection(settings["url"], properties)
+    except Py4JJavaError as error:
+        raise unreadable(f"verify: connecting to {url(verify)}", error) from None

@@ -70,12 +70,27 @@ def contexts() -> dict[str, dict]:
     }
 
 
-# run on the source database, not Spark: each form parses in its database's dialect
+# run on the source database, not Spark: each form parses in its database's dialect (a condition inside a query;
+# a script statement by statement)
 SOURCE_DATABASE = {
     "source_log_position.sql.j2": [({"kind": "postgresql"}, "postgres"),
                                    ({"kind": "binlog", "binary_log_status": False}, "mysql"),
                                    ({"kind": "binlog", "binary_log_status": True}, "mysql")],
+    "debezium_signal.sql.j2": [({"signal_table": '"public"."debezium_signal"'}, "postgres")],
+    "repair_keys.sql.j2": [({"kind": "postgresql", "columns": ['"id"'], "keys": [["1"], ["it's"]]}, "postgres"),
+                           ({"kind": "mariadb", "columns": ["a", "b"], "keys": [["1", "x\\y"]]}, "mysql")],
+    "repair_delete.sql.j2": [
+        ({"kind": "postgresql", "table": '"s"."t"', "columns": ['"id"', '"raw"', '"note"'],
+          "values": [("1", "number"), ("AAE=", "binary"), (None, "text")], "condition": '"id" IN (\'1\')'}, "postgres"),
+        ({"kind": "mariadb", "table": "s.t", "columns": ["id", "raw"], "values": [("1", "boolean"), ("AAE=", "binary")],
+          "condition": "id IN ('1')"}, "mysql")],
 }
+
+
+def _source_statements(template: str, rendered: str) -> list[str]:
+    if template == "repair_keys.sql.j2":
+        return [f"SELECT 1 FROM t WHERE {rendered}"]
+    return [part.strip() for part in rendered.split(";\n") if part.strip()]
 
 
 def test_every_template_has_a_context():
@@ -86,8 +101,17 @@ def test_every_template_has_a_context():
                          [(t, c, d) for t, forms in SOURCE_DATABASE.items() for c, d in forms])
 def test_a_source_database_template_parses_in_its_dialect(template, context, dialect):
     rendered = sql.render(template, **context)
-    assert sqlglot.parse_one(rendered, read=dialect) is not None
-    assert rendered.strip() == rendered and ";" not in rendered  # one statement, as JDBC takes it
+    for statement in _source_statements(template, rendered):
+        assert sqlglot.parse_one(statement, read=dialect) is not None, statement
+    if template != "repair_delete.sql.j2":
+        assert rendered.strip() == rendered and ";" not in rendered  # one statement, as JDBC takes it
+
+
+def test_a_key_condition_quotes_each_value_as_its_database_does():
+    assert sql.render("repair_keys.sql.j2", **SOURCE_DATABASE["repair_keys.sql.j2"][0][0]) == \
+        """"id" IN ('1', 'it''s')"""
+    assert sql.render("repair_keys.sql.j2", **SOURCE_DATABASE["repair_keys.sql.j2"][1][0]) == \
+        "(a, b) IN (('1', 'x\\\\y'))"
 
 
 @pytest.mark.parametrize("dialect", ["spark", "hive"])
