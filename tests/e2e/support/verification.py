@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 from dataclasses import dataclass
 
@@ -56,8 +57,9 @@ def _one_value(db: SourceDb, query: str) -> str:
 
 
 def verify_then_damage(spark, config, db: SourceDb, while_writing: dict[str, dict]) -> Verification:
-    """verify on the lake as built; then, the connector gone: an accounts row updated, one deleted, one inserted,
-    and an audit row inserted at the source; verify again (what it found while writes went on: `while_writing`).
+    """verify on the lake as built; then, the connector gone: the files of accounts' latest landed batch deleted in
+    the lake, and at the source an accounts row updated, one deleted, one inserted, and an audit row inserted;
+    verify again (what it found while writes went on: `while_writing`).
     The connector never lands the damage: verify waits a few seconds for the lake, then names it."""
     from lakecompact.naming import verify_table
 
@@ -66,9 +68,12 @@ def verify_then_damage(spark, config, db: SourceDb, while_writing: dict[str, dic
     equal = _found(spark, config, tables)
 
     db.unregister()
+    lost = remove_latest_batch(spark, config, db.lake_table("accounts"))
     accounts, audit = db.qualified("accounts"), db.qualified("audit")
-    updated = _one_value(db, f"SELECT min(id) FROM {accounts};")
-    deleted = _one_value(db, f"SELECT max(id) FROM {accounts};")
+    lost_ids = ", ".join(json.loads(key)[0] for _, key, _ in lost)
+    others = f" WHERE id NOT IN ({lost_ids})"  # each key is damaged one way only
+    updated = _one_value(db, f"SELECT min(id) FROM {accounts}{others};")
+    deleted = _one_value(db, f"SELECT max(id) FROM {accounts}{others};")
     # MariaDB: kept out of the binlog as well, since the deleted connector's binlog reader may not have stopped
     # yet (PostgreSQL's slot is dropped once its reader let go of it)
     unlogged = "SET sql_log_bin = 0;\n" if db.kind == "mariadb" else ""
@@ -87,15 +92,17 @@ def verify_then_damage(spark, config, db: SourceDb, while_writing: dict[str, dic
     expected = {
         db.lake_table("accounts"): {("different values", f'["{updated}"]', ("score",)),
                                     ("extra in the lake", f'["{deleted}"]', ()),
-                                    ("missing in the lake", f'["{NEW_KEY}"]', ())},
+                                    ("missing in the lake", f'["{NEW_KEY}"]', ())} | lost,
         db.lake_table("orders"): set(),
         db.lake_table("audit"): {("missing in the lake", None, ())},
     }
-    repaired = repair_then_verify(spark, config, db, tables, keys=(updated, NEW_KEY), deleted=deleted)
+    again = [k for kind, k, _ in expected[db.lake_table("accounts")] if kind != "extra in the lake"]
+    gone = [k for kind, k, _ in expected[db.lake_table("accounts")] if kind == "extra in the lake"]
+    repaired = repair_then_verify(spark, config, db, tables, again=again, gone=gone)
     return Verification(equal, while_writing, damaged, repaired, differences, expected)
 
 
-def repair_then_verify(spark, config, db: SourceDb, tables: list[str], *, keys: tuple, deleted: str) -> dict:
+def repair_then_verify(spark, config, db: SourceDb, tables: list[str], *, again: list[str], gone: list[str]) -> dict:
     """A connector made again without a snapshot (the damage stays unseen), with a signalling table; `repair`
     asks it for the divergent keys; its statement deletes the key the source lost; land, compact, verify."""
     from lakecompact.verify.repair import repair
@@ -114,19 +121,58 @@ def repair_then_verify(spark, config, db: SourceDb, tables: list[str], *, keys: 
         config = dataclasses.replace(config, verify=dataclasses.replace(config.verify, signal_table=signal))
         done = {r.table: r for r in repair(spark, config, tables)}
         accounts = db.lake_table("accounts")
-        assert (done[accounts].asked, len(done[accounts].statements)) == (2, 1), done
-        for key in keys:
-            _wait_for_event(spark, db, "accounts", lambda row, k=str(key): str(row.get("id")) == k, f"key {key}",
-                            op="r")
+        assert (done[accounts].asked, len(done[accounts].statements)) == (len(again), len(gone)), done
+        for key in again:
+            _wait_for_event(spark, db, "accounts", lambda row, k=key: _key(row) == k, f"key {key}", op="r")
         for statement in done[accounts].statements:
             db.run(statement + "\n")
-        _wait_for_event(spark, db, "accounts", lambda row: str(row.get("id")) == str(deleted), f"key {deleted}",
-                        op="d")
+        for key in gone:
+            _wait_for_event(spark, db, "accounts", lambda row, k=key: _key(row) == k, f"key {key}", op="d")
         land(spark, config)
         compact(spark, config)
         return _found(spark, config, tables)
     finally:
         stack.delete_connector(name)
+
+
+def _key(row: dict) -> str:
+    return f'["{row.get("id")}"]'
+
+
+def remove_latest_batch(spark, config, table: str) -> set[tuple[str, str, tuple[str, ...]]]:
+    """The files of the table's latest landed, not yet compacted batch deleted, as an operator might: what the
+    view shows differently after it, as verify names it (kind, key, columns)."""
+    from pyspark.sql import functions as F
+
+    from lakecompact.catalog import Catalog
+    from lakecompact.naming import increments_table
+
+    catalog = Catalog(spark, config)
+    increments = catalog.table(increments_table(table))
+    batch = increments.agg(F.max("__batch")).first()[0]
+    assert batch is not None, f"{table}: no landed batch left to remove"
+    files = [r[0] for r in increments.where(F.col("__batch") == batch).select(F.input_file_name()).distinct().collect()]
+    before = _rows_by_key(catalog.table(table))
+    for file in files:
+        os.remove(file.removeprefix("file:"))
+    catalog.refresh(increments_table(table))
+    after = _rows_by_key(catalog.table(table))
+    say(f"removed batch {batch} of {table}: {len(files)} files")
+    lost = set()
+    for key in before.keys() | after.keys():
+        if key not in after:
+            lost.add(("missing in the lake", key, ()))
+        elif key not in before:
+            lost.add(("extra in the lake", key, ()))
+        elif before[key] != after[key]:
+            lost.add(("different values", key, tuple(c for c in before[key] if before[key][c] != after[key][c])))
+    assert lost, f"removing batch {batch} of {table} changed no row of its view"
+    return lost
+
+
+def _rows_by_key(view) -> dict[str, dict]:
+    columns = [c for c in view.columns if not c.startswith("__")]
+    return {_key(r.asDict()): {c: r[c] for c in columns} for r in view.select(*columns).collect()}
 
 
 def _wait_for_event(spark, db: SourceDb, table: str, matches, what: str, *, op: str = "c", timeout: float = 120):
