@@ -3,6 +3,7 @@
     bash benchmarks/setup.sh                        # once: .bench/venv41 (pyspark 4.1 + lakecompact), .bench/jars
     nice -n 10 python benchmarks/run.py merge [--rows 1000000] [--change-rows 100000] [--engines a,b]
     nice -n 10 python benchmarks/run.py change-size | base-scaling | landing | view-read | small-command | cluster
+    nice -n 10 python benchmarks/run.py verify                             # the stack's PostgreSQL
     nice -n 10 python benchmarks/run.py landing-schemaless | landing-avro   # landing-avro: the stack's Kafka
     python benchmarks/run.py report                 # docs/performance.md from the results, running nothing
 
@@ -48,7 +49,7 @@ VENV_PYTHON = BENCH / "venv41" / "bin" / "python"
 JARS = BENCH / "jars"
 RESULTS = HERE / "results"
 SCENARIOS = ("merge", "change-size", "base-scaling", "landing", "landing-schemaless", "landing-avro", "view-read",
-             "small-command", "cluster")
+             "small-command", "cluster", "verify")
 PEERS = ("delta", "delta-dv", "iceberg-cow", "iceberg-mor", "hudi-cow", "hudi-mor")
 PEER_JARS = {peer: peer.split("-")[0] for peer in PEERS}  # .bench/jars/<profile of benchmarks/pom.xml>
 # view-read: the peers whose reads meet pending changes (delete files, deletion vectors) as lakecompact's view does
@@ -273,6 +274,7 @@ class Run:
         self.failures: list[str] = []
         self.cli_driver_memory: str | None = None  # the CLI runs' spark.driver.memory, when not --driver-memory
         self.lake_sections: dict[str, dict] = {}  # lake.toml sections instead of the files source: [source], [registry]
+        self.spark_conf: dict[str, str] = {}  # lake.toml [spark.conf] entries beside the common ones
         self._params: dict = {}
 
     @property
@@ -404,7 +406,7 @@ class Run:
         memory = self.cli_driver_memory or self.args.driver_memory
         from_common = {"spark.driver.memory": memory, "spark.driver.host": "127.0.0.1",
                        "spark.driver.bindAddress": "127.0.0.1", "spark.ui.enabled": "false",
-                       "spark.sql.shuffle.partitions": str(self.args.shuffle_partitions)}
+                       "spark.sql.shuffle.partitions": str(self.args.shuffle_partitions), **self.spark_conf}
         q = json.dumps
         sections = {"source": {"kind": "files", "paths": paths}, **self.lake_sections}
         lines = [f"warehouse = {q(str(warehouse))}", 'database = "lake"']
@@ -1379,6 +1381,74 @@ def scenario_small_command(args) -> None:
               f"the {target:.0f} s target")
 
 
+@contextmanager
+def postgres_database(name: str) -> Iterator[tuple[object, dict[str, str]]]:
+    """The stack's PostgreSQL (started when it is not running, and then stopped at the end) with a database `name`
+    made for the run and dropped after it: (stack, the JDBC options of its table public.customers)."""
+    stack = _stack_module()
+    started = stack._pg_pid() is None
+    if started:
+        log("starting the stack's PostgreSQL")
+        stack.up(components=["postgres"])
+    stack.pg_sql(f"DROP DATABASE IF EXISTS {name}")
+    stack.pg_sql(f"CREATE DATABASE {name}")
+    s = stack.POSTGRES
+    try:
+        yield stack, {"url": f"jdbc:postgresql://{s.host}:{s.port}/{name}", "dbtable": "public.customers",
+                      "user": s.user, "password": s.password, "driver": "org.postgresql.Driver"}
+    finally:
+        stack.pg_sql(f"DROP DATABASE IF EXISTS {name}")
+        if started:
+            log("stopping the stack's PostgreSQL this run started")
+            stack.down(components=["postgres"])
+
+
+def scenario_verify(args) -> None:
+    """`lakecompact verify` of a lake of N rows against the same rows in PostgreSQL (the stack's), as one command,
+    against a count(*) of the table over JDBC: pushed down (the database counts), and every row read by Spark's
+    JDBC source. The lake (the snapshot landed and compacted) and the table (its rows written over JDBC) are setup,
+    not timed."""
+    n = args.rows or 1_000_000
+    run = Run("verify", args)
+    snap = dataset(f"snapshot-{n}", "snapshot", n, args)
+    run.params = {"rows": n, "cores": args.cores, "driver_memory": args.driver_memory}
+    with postgres_database(f"bench_verify_{n}") as (stack, jdbc):
+        jars = stack.jdbc_jars()
+        run.engine("source", "raw-spark", [
+            {"op": "events-to-jdbc", "paths": [snap["glob"]], "jdbc": jdbc, "step": "write the source table"},
+            {"op": "jdbc-count", "jdbc": jdbc, "pushed": True, "step": "count(*) in the database"},
+            {"op": "jdbc-count", "jdbc": jdbc, "pushed": False, "step": "count of every row read"}], spark_jars=jars)
+        warehouse = run.work / "lake" / "warehouse"
+        shutil.rmtree(warehouse.parent, ignore_errors=True)
+        run.engine("build lake", "lakecompact", [*land_snapshot(snap, args)[0], {"op": "compact", "step": "compact"}],
+                   work=warehouse.parent, lake=run.lake_settings(warehouse))
+        run.lake_sections = {"verify": {"jdbc_url": jdbc["url"], "user": jdbc["user"], "password": jdbc["password"],
+                                        "settle_seconds": 0}}
+        run.spark_conf = {"spark.jars": ",".join(jars)}
+        run.cli("lakecompact-cli", [("verify", ["verify"], [snap["glob"]])], warehouse=warehouse)
+        if not args.keep_work:
+            shutil.rmtree(warehouse.parent, ignore_errors=True)
+    verify_step = run.runs["lakecompact-cli"]["steps"][0]
+    counts = {s["step"]: s for s in run.runs["source"]["steps"]}
+    summary = [{"step": "verify", "engine": "lakecompact verify (whole process)", "seconds": verify_step["seconds"],
+                "ratio": ratio_of(verify_step["seconds"], counts["count(*) in the database"]["seconds"]),
+                "note": f"inside {verify_step['info'].get('inner_seconds')} s; ratio to the pushed-down count(*); to "
+                        f"every row read: {ratio_of(verify_step['seconds'], counts['count of every row read']['seconds'])}×",
+                "run": "lakecompact-cli", "steps": ["verify"]}]
+    for step in ("count(*) in the database", "count of every row read"):
+        summary.append({"step": "verify", "engine": f"{step} over JDBC (Spark)", "seconds": counts[step]["seconds"],
+                        "ratio": ratio_of(counts[step]["seconds"], counts["count(*) in the database"]["seconds"]),
+                        "note": f"{counts[step]['info'].get('rows')} rows", "run": "source", "steps": [step]})
+    equal = run.runs["lakecompact-cli"]["error"] is None  # verify exits 1 when the lake differs
+    correctness = {"checks": [], "reference": "verify's verdict", "all_agree": equal and not run.failures}
+    run.notes.append(f"verify found the lake {'equal to' if equal else 'NOT equal to'} the table, as it must be. The lake "
+                     f"holds the {n:,} snapshot rows landed and compacted; the table the same rows written over JDBC. "
+                     "verify reads the table in 4 key ranges side by side and brings per-bucket counts and checksums "
+                     "to the driver.")
+    run.write(f"verify: a lake of {n:,} rows against PostgreSQL", summary, correctness,
+              "a count(*) of the table over JDBC")
+
+
 # -- the cluster scenario: lakecompact local vs spark-submit on the stack's cluster, warehouse on the stack's S3 ----
 CLUSTER_RUN, LOCAL_RUN, LOCAL_S3_RUN = "lakecompact-cluster-s3", "lakecompact-local", "lakecompact-local-s3"
 STACK_PARTS = ("postgres", "metastore", "s3", "cluster")  # what stack.up(["metastore", "s3", "cluster"]) starts
@@ -1933,7 +2003,7 @@ def main() -> None:
     {"merge": scenario_merge, "change-size": scenario_change_size, "base-scaling": scenario_base_scaling,
      "landing": scenario_landing, "landing-schemaless": scenario_landing_schemaless,
      "landing-avro": scenario_landing_avro, "view-read": scenario_view_read, "small-command": scenario_small_command,
-     "cluster": scenario_cluster}[
+     "cluster": scenario_cluster, "verify": scenario_verify}[
         args.scenario](args)
     log(f"{args.scenario}: finished in {time.monotonic() - started:.0f}s")
 

@@ -391,8 +391,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("views", "print each table's read view in another engine's SQL dialect", _views,
             f"{WITH_CONFIG} views --dialect trino --table public_customers", _views_arguments),
     Command("verify", "compare each table's view with its source table, read over JDBC: per bucket of keys, then key "
-            "by key where a bucket differs; prints what differs by kind and writes it to <table>_verify; exit "
-            "status 1 when a table differs", _verify, f"{WITH_CONFIG} verify --table public_customers", _some_tables),
+            "by key where a bucket differs, after the lake landed past the source's log position of the read (a key "
+            "changed since is in flight, not a difference); prints what differs by kind and writes it to "
+            "<table>_verify; exit status 1 when a table differs", _verify, f"{WITH_CONFIG} verify --table public_customers", _some_tables),
     Command("repair", "ask Debezium to send again the keys the latest verify found different (an incremental "
             "snapshot signalled in [verify] signal_table); prints the statement for keys the source no longer has",
             _repair, f"{WITH_CONFIG} repair --table public_customers", _some_tables),
