@@ -408,6 +408,8 @@ class VerifyConfig:
             _require(_is_count(getattr(self, name)), f"{at}{name}", "a whole number >= 0", getattr(self, name))
         _require(not (self.password and self.password_env), f"{at}password_env",
                  "either password or password_env, not both")
+        _require(not self.signal_table or bool(_SOURCE_TABLE.match(self.signal_table)), f"{at}signal_table",
+                 "the connector's signalling table, as schema.table or database.table", self.signal_table)
 
     @property
     def jdbc_kind(self) -> str:

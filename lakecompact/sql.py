@@ -27,9 +27,14 @@ def _sql_string(value: str) -> str:
 
 
 def _source_string(value: str, kind: str) -> str:
-    """A string literal of the source database (postgresql: standard strings; mysql, mariadb: backslash escapes)."""
-    text = str(value) if kind == "postgresql" else str(value).replace("\\", "\\\\")
-    return "'" + text.replace("'", "''") + "'"
+    """A string literal of the source database. Only a backslash reads differently by the server's settings: in
+    PostgreSQL it is written in an escape string (E'…'), whatever standard_conforming_strings says; MySQL and
+    MariaDB escape it (wrong under NO_BACKSLASH_ESCAPES, which docs/verify.md names)."""
+    text = str(value)
+    if "\\" not in text:
+        return "'" + text.replace("'", "''") + "'"
+    escaped = "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+    return "E" + escaped if kind == "postgresql" else escaped
 
 
 def _sql_literal(value: object) -> str:

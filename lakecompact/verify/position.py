@@ -54,8 +54,8 @@ def current(spark: SparkSession, verify: VerifyConfig) -> Position:
             try:
                 rows = _rows(connection, sql.render(TEMPLATE, kind="binlog", binary_log_status=binary_log_status))
                 break
-            except Py4JJavaError as error:
-                refused = error
+            except Py4JJavaError as error:  # the first's, unless the server does not know that statement
+                refused = error if refused is None or "syntax" in source.root_cause(refused).lower() else refused
         else:
             raise source.unreadable("verify: reading the binlog position (SHOW MASTER STATUS needs the REPLICATION "
                                     "CLIENT or BINLOG MONITOR privilege; or set settle_seconds = 0)", refused)

@@ -86,7 +86,11 @@ def repair(spark: SparkSession, config: Config, tables: list[str] | None = None)
     verify = require_source(config)
     signal_table = require_signal_table(verify)
     catalog = Catalog(spark, config)
-    repairs = [_repair_one(spark, config, catalog, table, verify, signal_table) for table in tables or catalog.tables()]
+    tables = tables or catalog.tables()
+    unverified = [t for t in tables if not catalog.storage.exists(catalog.paths(t).verified)]
+    if unverified:  # before any signal: a repair does all its tables or none
+        raise LakecompactError(f"repair: no verify yet of {', '.join(unverified)}; run 'lakecompact verify' first")
+    repairs = [_repair_one(spark, config, catalog, table, verify, signal_table) for table in tables]
     asked = sum(r.asked for r in repairs)
     if asked:
         say(f"repair: asked Debezium for {asked} keys again in {sum(r.signals for r in repairs)} signals; once "
@@ -97,11 +101,7 @@ def repair(spark: SparkSession, config: Config, tables: list[str] | None = None)
 def _repair_one(spark: SparkSession, config: Config, catalog: Catalog, table: str, verify: VerifyConfig,
                 signal_table: str) -> Repair:
     schema = catalog.require(table)
-    paths = catalog.paths(table)
-    if not catalog.storage.exists(paths.verified):
-        raise LakecompactError(f"repair {table}: no verify of this table yet; run 'lakecompact verify --table "
-                               f"{table}' first")
-    latest = catalog.storage.read_json(paths.verified)
+    latest = catalog.storage.read_json(catalog.paths(table).verified)
     if not latest["divergent"]:
         say(f"repair {table}: the latest verify ({latest['verified_at']}) found nothing to repair")
         return Repair(table, 0, 0, (), 0)

@@ -172,7 +172,8 @@ def verify_table_rows(spark: SparkSession, source_rows: DataFrame, lake_rows: Da
 def in_flight_marked(differences: DataFrame, positions: DataFrame, read_from: int) -> DataFrame:
     """`differences` with `in_flight`: the lake's latest event of the key (positions: __key, __position) is newer
     than the source position the read began at, so the source row compared may be older than the lake's."""
-    changed = positions.select(F.col("__key").alias("key"), (F.col("__position") > _position(read_from)).alias("newer"))
+    # a position is where the log's next record starts: a change made after it was read is at it or past it
+    changed = positions.select(F.col("__key").alias("key"), (F.col("__position") >= _position(read_from)).alias("newer"))
     return (differences.join(changed, "key", "left")
             .withColumn("in_flight", F.coalesce(F.col("newer"), F.lit(False))).drop("newer"))
 
@@ -185,12 +186,12 @@ def appended_in_flight_marked(spark: SparkSession, comparison: Comparison, lake_
     differs; a row the lake landed between the two that the source lacks is in flight."""
     names = [name for name, _ in comparison.lake_kinds]
 
-    def landed_until(at: int) -> DataFrame:
-        return lake_rows.where(F.col("__position") <= _position(at)).select(*names)
+    def landed_before(at: int) -> DataFrame:  # a change made after `at` was read is at it or past it
+        return lake_rows.where(F.col("__position") < _position(at)).select(*names)
 
     kind = F.col("kind")
-    late = differences_of(spark, comparison, landed_until(read_to))
-    extra = differences_of(spark, comparison, landed_until(read_from)).where(kind == "extra in the lake")
+    late = differences_of(spark, comparison, landed_before(read_to))
+    extra = differences_of(spark, comparison, landed_before(read_from)).where(kind == "extra in the lake")
     flight = late.where(kind == "extra in the lake").join(extra.select("lake_row"), "lake_row", "left_anti")
     return (late.where(kind == "missing in the lake").unionByName(extra).withColumn("in_flight", F.lit(False))
             .unionByName(flight.withColumn("in_flight", F.lit(True))))
@@ -240,18 +241,22 @@ def verify_one(spark: SparkSession, config: Config, catalog: Catalog, table: str
     key = list(schema.key)
     lake_rows = catalog.table(table).select(*schema.column_names)
     read_from = position.current(spark, verify) if verify.settle_seconds else None
+    reading = f"verify {table}: reading {name} from {source.url(verify)}"
     try:
         source_rows = source.read(spark, verify, name, _whole_number_key(lake_rows, key))
         source_rows.schema  # noqa: B018 - asks the database for the table: a missing one fails here
+        comparison = compared_buckets(spark, source_rows, lake_rows, table=table, key=key, buckets=verify.buckets)
+        if comparison.differing:
+            # the differing buckets' source rows, read once more and held: compared again after the lake landed
+            # more, they must be the rows as read between the two positions
+            comparison = dataclasses.replace(comparison,
+                                             source_rows=comparison.source_rows.localCheckpoint(eager=True))
     except (Py4JJavaError, PySparkException) as error:  # the JDBC source's: the connection, the table
-        raise source.unreadable(f"verify {table}: reading {name} from {source.url(verify)}", error) from None
-    comparison = compared_buckets(spark, source_rows, lake_rows, table=table, key=key, buckets=verify.buckets)
+        raise source.unreadable(reading, error) from None
     for column in comparison.left_out:
         warn(f"verify {table}: column {column}: not compared")
     found, in_flight = dict.fromkeys(KINDS, 0), 0
     if comparison.differing:
-        # held as read: compared again after the lake landed more, the source must not be read again
-        comparison = dataclasses.replace(comparison, source_rows=comparison.source_rows.localCheckpoint(eager=True))
         if read_from is None:
             differences = differences_of(spark, comparison, lake_rows)
         else:
@@ -262,7 +267,8 @@ def verify_one(spark: SparkSession, config: Config, catalog: Catalog, table: str
             if key:
                 differences = differences_of(spark, comparison, lake_now.select(*schema.column_names))
                 keys = differences.select(F.col("key").alias("__key"))
-                key_kinds = [(n, k) for n, k in comparison.lake_kinds if n in key]
+                kinds = dict(comparison.lake_kinds)
+                key_kinds = [(name, kinds[name]) for name in key]  # in the key's order, as verify_rows writes __key
                 differences = in_flight_marked(
                     differences, lake_positions(spark, catalog, table, key_kinds, keys), read_from.value)
             else:

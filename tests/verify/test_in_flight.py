@@ -12,6 +12,7 @@ from lakecompact.landing.decode import _position_meta
 from lakecompact.verify.position import from_binlog, from_lsn
 from lakecompact.verify.verify import (
     appended_in_flight_marked,
+    comparable_rows,
     compared_buckets,
     differences_of,
     in_flight_marked,
@@ -50,23 +51,40 @@ def test_each_keys_latest_event_counts_tombstones_and_truncates(spark):
         rows = latest_positions(spark, base, incr, [("id", "text")], named).collect()
         return {r["__key"]: r["__position"] for r in rows} if named is not None else rows[0]["__position"]
 
-    assert latest(increments, keys) == {'["1"]': 10, '["2"]': 50, '["3"]': 30, '["4"]': 60}
+    assert latest(increments, keys) == {'["1"]': 10, '["2"]': 50, '["3"]': 30, '["4"]': 60, '["5"]': None}
     assert latest(increments, None) == 60
     truncated = increments.union(spark.createDataFrame([(None, Decimal(55), "t")], EVENTS))
-    assert latest(truncated, keys) == {'["1"]': 55, '["2"]': 55, '["3"]': 55, '["4"]': 60}
+    # key 5 has no event left (the truncate compacted away its rows): the truncate still moved it
+    assert latest(truncated, keys) == {'["1"]': 55, '["2"]': 55, '["3"]': 55, '["4"]': 60, '["5"]': 55}
+
+
+def test_a_composite_keys_text_is_the_one_verify_compares_by(spark):
+    """The key of a position is written as verify_rows.sql.j2 writes `__key`: in the key's order, each value as
+    verify's text (a timestamp to the microsecond, a decimal without trailing zeros)."""
+    import datetime as dt
+
+    schema = "region STRING, at TIMESTAMP, amount DECIMAL(10,2), note STRING"
+    rows = spark.createDataFrame([("eu", dt.datetime(2026, 11, 29, 1, 2, 3, 450000), Decimal("12.50"), "x")], schema)
+    kinds = [("at", "timestamp"), ("region", "text"), ("amount", "decimal")]  # the key's order, not the columns'
+    written = comparable_rows(spark, rows, [*kinds, ("note", "text")], ["at", "region", "amount"], 4).first()["__key"]
+    events = rows.withColumn("__position", F.lit(Decimal(7))).withColumn("__op", F.lit("u"))
+    keys = spark.createDataFrame([(written,)], "__key STRING")
+    found = latest_positions(spark, events, events.limit(0), kinds, keys).collect()
+    assert [(r["__key"], r["__position"]) for r in found] == [(written, 7)]
+    assert written == '["2026-11-29 01:02:03.450000","eu","12.5"]'
 
 
 def test_a_key_the_lake_changed_after_the_read_began_is_in_flight_and_one_that_stays_is_not(spark):
     """Read from position 100 on: the lake then lacked key 5's update (it lands by the recheck: equal, gone),
-    key 6 differs and its last event is older than the read (divergent), key 7 changed again after the read
-    (in flight), key 20 was inserted after the read (in flight)."""
+    key 6 differs and its last event is older than the read (divergent), key 7 changed again once the read
+    began (at its first position: in flight), key 20 was inserted after the read (in flight)."""
     schema = "id INT, note STRING"
     source = spark.createDataFrame([(i, f"n{i}") for i in range(20)] + [(5, "new")], schema).where("note <> 'n5'")
     lake_then = spark.createDataFrame([(i, f"n{i}") for i in range(20) if i != 6] + [(6, "damaged")], schema)
     lake_now = (lake_then.where("id NOT IN (5, 7)")
                 .union(spark.createDataFrame([(5, "new"), (7, "newer"), (20, "inserted")], schema)))
-    positions = spark.createDataFrame([('["6"]', Decimal(40)), ('["7"]', Decimal(120)), ('["20"]', Decimal(130))],
-                                      "__key STRING, __position DECIMAL(38,0)")
+    positions = spark.createDataFrame([('["6"]', Decimal(40)), ('["7"]', Decimal(100)), ('["20"]', Decimal(130))],
+                                      "__key STRING, __position DECIMAL(38,0)")  # 7: at the read's first position
 
     comparison = compared_buckets(spark, source, lake_then, table="t", key=["id"], buckets=1)  # 20's bucket too
     assert comparison.differing == [0]
@@ -85,7 +103,7 @@ def test_a_keyless_tables_rows_landed_while_it_was_read_are_in_flight(spark):
     lake_then = spark.createDataFrame([(i, "old") for i in range(8) if i != 3] + [(50, "lost delete")], schema)
     lake_now = spark.createDataFrame(
         [(i, "old", Decimal(10)) for i in range(8) if i != 3] + [(50, "lost delete", Decimal(20)),
-                                                                  (8, "during", Decimal(105)), (9, "during", Decimal(110)),
+                                                                  (8, "during", Decimal(105)), (9, "during", Decimal(100)),
                                                                   (10, "after", Decimal(300))],
         schema + ", __position DECIMAL(38,0)")
     comparison = compared_buckets(spark, source, lake_then, table="t", key=[], buckets=1)

@@ -65,3 +65,16 @@ def test_each_lake_type_is_written_back_in_its_form():
 def test_repair_without_a_signal_table_says_what_to_set():
     with pytest.raises(LakecompactError, match=r"expected \[verify\] signal_table: the connector's signalling table"):
         require_signal_table(VerifyConfig(jdbc_url="jdbc:postgresql://db:5432/shop"))
+
+
+@pytest.mark.parametrize(("kind", "written"), [
+    ("postgresql", """"id" IN ('O''Brien', E'a\\\\b''c')"""),  # an escape string: right whatever the server's mode
+    ("mariadb", """`id` IN ('O''Brien', 'a\\\\b''c')"""),
+])
+def test_a_quote_or_backslash_in_a_key_stays_inside_its_literal(kind, written):
+    assert key_condition(kind, ["id"], [["O'Brien"], ["a\\b'c"]]) == written
+
+
+def test_a_signal_table_that_is_not_a_table_name_is_refused_when_the_config_loads():
+    with pytest.raises(LakecompactError, match=r"verify.signal_table: expected the connector's signalling table"):
+        VerifyConfig(jdbc_url="jdbc:postgresql://db:5432/shop", signal_table="x; DROP TABLE y").validate("verify")
