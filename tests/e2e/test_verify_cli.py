@@ -2,13 +2,14 @@
 the shipped examples. The source table holds one row as the lake does, one with another email, not the lake's
 key 4, and a key the lake never saw: verify prints each by kind, writes them to `<t>_verify`, `status` counts
 them, and it exits 1; a
-source table that is not there is one line, exit 2. (The lake against real Debezium, PostgreSQL and MariaDB, all
+source table that is not there is one line, exit 2; a database that does not answer one line, exit 6. (The lake against real Debezium, PostgreSQL and MariaDB, all
 column types, equal and damaged: test_postgres_to_lake and test_mariadb_to_lake.)"""
 
 from __future__ import annotations
 
 import json
 import shutil
+import socket
 
 import pytest
 
@@ -16,18 +17,25 @@ from tests.e2e.support.common import unique
 from tests.support.cli import JVM_INCUBATOR_WARNING, ROOT, lakecompact, minimal_config, sql_lines
 
 
-def _config(tmp_path, stack, source_table: str):
+def _config(tmp_path, stack, source_table: str, *, port: int | None = None, settle: int = 0):
+    """settle 0: the lake is landed from the example's files, not from this database's log."""
     s = stack.POSTGRES
     return minimal_config(tmp_path, extra=(
         "[verify]\n"
-        f'jdbc_url = "jdbc:postgresql://{s.host}:{s.port}/{s.database}"\n'
+        f'jdbc_url = "jdbc:postgresql://{s.host}:{port or s.port}/{s.database}"\n'
         f'user = "{s.user}"\n'
         f'password = "{s.password}"\n'
-        "settle_seconds = 0\n"  # the lake is landed from the example's files, not from this database's log
+        f"settle_seconds = {settle}\n"
         "[spark.conf]\n"
         f'"spark.jars" = "{",".join(stack.jdbc_jars())}"\n'
         "[tables.public_customers]\n"
         f'source_table = "{source_table}"\n'))
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:  # a port nothing listens on once the probe is closed
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def _stderr(result) -> list[str]:
@@ -58,6 +66,9 @@ def test_verify_prints_what_differs_by_kind_writes_it_and_exits_1(stack, tmp_pat
     try:
         result = lakecompact(config, "verify", "--table", "public_customers")
         missing_table = lakecompact(_config(tmp_path, stack, f"{schema}.nope"), "verify", "--table", "public_customers")
+        closed = _closed_port()
+        # settle_seconds > 0: the source's log position is read first, over a connection of its own
+        unreachable = lakecompact(_config(tmp_path, stack, f"{schema}.customers", port=closed, settle=120), "verify")
     finally:
         stack.pg_sql(f"DROP SCHEMA {schema} CASCADE;")
 
@@ -83,6 +94,11 @@ def test_verify_prints_what_differs_by_kind_writes_it_and_exits_1(stack, tmp_pat
     status = lakecompact(config, "status", "--json")
     [row] = [r for r in map(json.loads, status.stdout.splitlines()) if r["table"] == "lake.public_customers"]
     assert row["verify_divergent"] == 3 and row["verified_at"] is not None
+
+    assert unreachable.returncode == 6, unreachable.stderr
+    assert _stderr(unreachable) == [
+        (f"lakecompact: error: verify: connecting to jdbc:postgresql://{stack.POSTGRES.host}:{closed}/"
+        f"{stack.POSTGRES.database}: the database did not answer: Connection refused")]
 
     assert missing_table.returncode == 2, missing_table.stderr
     assert _stderr(missing_table) == [
