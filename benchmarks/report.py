@@ -171,6 +171,17 @@ def land_memory(doc: dict) -> Measure | None:
     return Measure(peak / 1024 if landed else 0.0, detail)
 
 
+def verify_cost(doc: dict) -> Measure | None:
+    """`lakecompact verify` of the lake against its source table, whole process, against a count(*) of the table
+    over JDBC that the database computes; the detail has the read of every row too."""
+    ours = _sum(doc, "lakecompact-cli", "verify")
+    counted, read = _sum(doc, "source", "count(*) in the database"), _sum(doc, "source", "count of every row read")
+    if not ours or not counted or doc["runs"]["lakecompact-cli"].get("error"):
+        return None
+    return Measure(ours / counted, f"verify {ours:.1f} s (found the lake equal), count(*) {counted:.1f} s, every row "
+                                   f"read and counted {read:.1f} s ({ours / read:.1f}×)")
+
+
 def change_size(step: str) -> Callable[[dict], Measure | None]:
     def measure(doc: dict) -> Measure | None:
         full, small = _sum(doc, "lakecompact", "compact: full (v1 from the snapshot)"), _sum(doc, "lakecompact", step)
@@ -270,6 +281,8 @@ TARGETS = (
            "the same read", "at most 1.0×", lambda v: v <= 1.0, "#57", ("merge", "merge-mor"), readable),
     Target("the same at 5,000,000 rows (a batch of 500,000 events)", "at most 1.0×", lambda v: v <= 1.0, "#57",
            ("merge-5m", "merge-5m-mor"), readable),
+    Target("the same at 5,000,000 rows, a batch of 100,000 events", "at most 1.0×", lambda v: v <= 1.0, "#57",
+           ("merge-5m-mor-100k",), readable),
     Target("the same for the last batch of an hour of 12 (100,000 events in all), the others before it: `land` + a "
            "read of the view with the hour pending, against a merge-on-read peer's twelfth MERGE + the same read",
            "at most 1.0×", lambda v: v <= 1.0, "#57", ("view-read",), hour_readable),
@@ -279,19 +292,33 @@ TARGETS = (
            ("landing",), landing(again=False)),
     Target("the same, each the second in its process (a warm JVM, as `run` keeps)", "at least 0.8×",
            lambda v: v >= 0.8, "#57", ("landing",), landing(again=True)),
+    Target("the same at 5,000,000 events, the first `land` of a process", "at least 0.8×", lambda v: v >= 0.8, "#57",
+           ("landing-5m",), landing(again=False)),
+    Target("the same at 5,000,000 events, each the second in its process", "at least 0.8×", lambda v: v >= 0.8,
+           "#57", ("landing-5m",), landing(again=True)),
     Target("landing throughput of Kafka Connect JSON without embedded schemas (the table's schema given ahead, not "
            "timed), the first `land` of a process, against the peers' load step of the same lines",
            "at least 0.8×", lambda v: v >= 0.8, "#57", ("landing-schemaless",), landing(again=False)),
     Target("the same, each the second in its process", "at least 0.8×", lambda v: v >= 0.8, "#57",
            ("landing-schemaless",), landing(again=True)),
+    Target("the same at 5,000,000 events, the first `land` of a process", "at least 0.8×", lambda v: v >= 0.8, "#57",
+           ("landing-schemaless-5m",), landing(again=False)),
+    Target("the same at 5,000,000 events, each the second in its process", "at least 0.8×", lambda v: v >= 0.8,
+           "#57", ("landing-schemaless-5m",), landing(again=True)),
     Target("landing throughput of Avro in Confluent's wire format from Kafka (schemas in a registry), the first "
            "`land` of a process, against the same topic read by Spark's Kafka source and decoded by `from_avro` with "
            "a known schema", "at least 0.8×", lambda v: v >= 0.8, "#57", ("landing-avro",), landing(again=False)),
     Target("the same, each the second in its process", "at least 0.8×", lambda v: v >= 0.8, "#57",
            ("landing-avro",), landing(again=True)),
+    Target("the same at 5,000,000 events, the first `land` of a process", "at least 0.8×", lambda v: v >= 0.8, "#57",
+           ("landing-avro-5m",), landing(again=False)),
+    Target("the same at 5,000,000 events, each the second in its process", "at least 0.8×", lambda v: v >= 0.8,
+           "#57", ("landing-avro-5m",), landing(again=True)),
     Target("one `land` of 4,000,000 events with embedded schemas in one batch at `spark.driver.memory = 2g`, "
            "local[2]: peak memory of the process (python + JVM)", "lands", lambda v: v > 0, "#57",
            ("landing-4m",), land_memory, unit=" GB"),
+    Target("`verify` of 1,000,000 rows against PostgreSQL, whole process, against a count(*) of the table over JDBC",
+           "reported", lambda v: v > 0, "#59", ("verify",), verify_cost),
     Target("a 1% change spread over all keys against a full compaction", "at most 0.25×", lambda v: v <= 0.25, "#10",
            ("change-size", "change-size-mor"), change_size("compact: 1% change spread over all keys")),
     Target("a 1% change clustered in 5% of the keys against a full compaction", "at most 0.10×",
@@ -312,8 +339,6 @@ TARGETS = (
 )
 
 NOT_MEASURED = (
-    ("at 5,000,000 rows: landing throughput of the three forms (JSON with schemas, without, Avro), and a batch of "
-     "100,000 events until a reader sees it (`merge-5m-mor` times a batch of 500,000) (#57);"),
     "the peers on S3, where they cannot run on the stack's cluster (#56).",
 )
 # results files written before the runner recorded each engine's Spark: their peers ran on Spark 3.5
