@@ -190,8 +190,10 @@ def appended_in_flight_marked(spark: SparkSession, comparison: Comparison, lake_
         return lake_rows.where(F.col("__position") < _position(at)).select(*names)
 
     kind = F.col("kind")
-    late = differences_of(spark, comparison, landed_before(read_to))
-    extra = differences_of(spark, comparison, landed_before(read_from)).where(kind == "extra in the lake")
+    # each is read by two branches of the result: computed once
+    late = differences_of(spark, comparison, landed_before(read_to)).localCheckpoint(eager=True)
+    extra = (differences_of(spark, comparison, landed_before(read_from)).where(kind == "extra in the lake")
+             .localCheckpoint(eager=True))
     flight = late.where(kind == "extra in the lake").join(extra.select("lake_row"), "lake_row", "left_anti")
     return (late.where(kind == "missing in the lake").unionByName(extra).withColumn("in_flight", F.lit(False))
             .unionByName(flight.withColumn("in_flight", F.lit(True))))
@@ -265,7 +267,9 @@ def verify_one(spark: SparkSession, config: Config, catalog: Catalog, table: str
             catalog.refresh(base_table(table), increments_table(table))
             lake_now = catalog.table(table)
             if key:
-                differences = differences_of(spark, comparison, lake_now.select(*schema.column_names))
+                # its keys and the rows themselves both read it: computed once
+                differences = differences_of(spark, comparison, lake_now.select(*schema.column_names)
+                                             ).localCheckpoint(eager=True)
                 keys = differences.select(F.col("key").alias("__key"))
                 kinds = dict(comparison.lake_kinds)
                 key_kinds = [(name, kinds[name]) for name in key]  # in the key's order, as verify_rows writes __key
