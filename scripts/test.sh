@@ -15,14 +15,17 @@ cd "$ROOT"
 if [ -x "$ROOT/scripts/stack/install.sh" ]; then
   export LAKECOMPACT_TEST_METASTORE="${LAKECOMPACT_TEST_METASTORE-stack}"
 fi
-# Two parts. The tests without the end-to-end ones run on two pytest-xdist workers, each with its own Spark
-# session (one test's Spark jobs are too small to keep both cores busy), a file's
-# tests on one worker. Then the end-to-end tests, in one process: they stop and start the stack's services
-# (the metastore among them), which the other tests use. LAKECOMPACT_TEST_WORKERS=0: the first part in one
-# process too. Both parts run; the exit code is the first failing part's (5, no test selected, is not a failure
-# unless no part selected any).
+# Three parts. The tests without the end-to-end ones run on two pytest-xdist workers, each with its own Spark
+# session (one test's Spark jobs are too small to keep both cores busy), a file's tests on one worker. Then the
+# end-to-end tests that share the stack, on two workers too: most of their time is waiting on services, and the
+# run brings the whole stack up first, so that no test stops what another uses (a file on one worker; the files
+# of the Spark cluster, which kill its workers, all on one: tests/conftest.py's scheduler). Last, those that
+# stop or kill a service the others use (marked `alone`), in one process. LAKECOMPACT_TEST_WORKERS=0: each part
+# in one process. Every part runs; the exit code is the first failing part's (5, no test selected, is not a
+# failure unless no part selected any).
+workers="${LAKECOMPACT_TEST_WORKERS:-2}"
 status=5
-for part in "-n ${LAKECOMPACT_TEST_WORKERS:-2} --dist loadfile --e2e skip" "--e2e only"; do
+for part in "-n $workers --dist loadfile --e2e skip" "-n $workers --dist loadfile --e2e together" "--e2e alone"; do
   # shellcheck disable=SC2086  # $part is a list of options
   "${PYTHON:-python3}" -m pytest $part "$@" && code=0 || code=$?
   if [ "$code" != 5 ] && { [ "$status" = 0 ] || [ "$status" = 5 ]; }; then

@@ -24,6 +24,7 @@ os.environ.setdefault("LAKECOMPACT_SPARK_LOG_LEVEL", "ERROR")
 # the fixtures that hand out a SparkSession; `fixturenames` is the closure of a test's fixtures, so a test
 # that uses one of them through another fixture is found too
 SPARK_FIXTURES = ("spark", "lake", "e2e_spark")
+E2E_CHOICES = ("include", "skip", "only", "together", "alone")
 
 
 def pytest_configure(config):
@@ -31,14 +32,19 @@ def pytest_configure(config):
         "markers", "spark: starts or uses Spark (a SparkSession fixture, or a lakecompact process); "
         "the quick loop is -m 'not spark'",
     )
+    config.addinivalue_line(
+        "markers", "alone: an end-to-end test that stops or kills a service of the stack the others share; "
+        "runs with no other test at once (--e2e alone)",
+    )
 
 
 def pytest_addoption(parser):
     parser.addoption(
-        "--e2e", choices=("include", "skip", "only"), default="include",
-        help="include, skip or run only the end-to-end tests, on top of -m and the paths given (scripts/test.sh "
-             "runs the others on two pytest-xdist workers, then these in one process: they stop and start the "
-             "stack that the others use)",
+        "--e2e", choices=E2E_CHOICES, default="include",
+        help="include, skip or run only the end-to-end tests, on top of -m and the paths given; `together`: those "
+             "that can share the stack with others running at once, `alone`: those that stop or kill a service of "
+             "it (marked `alone`). scripts/test.sh runs the others on two pytest-xdist workers, then `together` on "
+             "two, then `alone` in one process",
     )
 
 
@@ -47,7 +53,7 @@ def pytest_collection_modifyitems(config, items):
     if e2e != "include":
         kept, dropped = [], []
         for item in items:
-            (kept if ("e2e" in item.keywords) == (e2e == "only") else dropped).append(item)
+            (kept if _selected(item, e2e) else dropped).append(item)
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
     # soak tests run only when asked for by name (-m soak): each takes minutes of kills and restarts
@@ -57,6 +63,31 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.spark)
         if "soak" in item.keywords and not soak_asked:
             item.add_marker(pytest.mark.skip(reason="a soak test: run it with scripts/test.sh -m soak"))
+
+
+def _selected(item, e2e: str) -> bool:
+    if e2e == "skip":
+        return "e2e" not in item.keywords
+    if e2e == "only":
+        return "e2e" in item.keywords
+    return "e2e" in item.keywords and ("alone" in item.keywords) == (e2e == "alone")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile`, with the end-to-end modules of the Spark cluster as one file
+    (tests/e2e/conftest.py:xdist_scope). (pytest-xdist's own `loadgroup` cannot group on pytest 9: it renames
+    `item._nodeid`, which pytest 9 no longer reads.)"""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    from tests.e2e.conftest import xdist_scope
+
+    class FileScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_scope(nodeid)
+
+    return FileScheduling(config, log)
 
 
 def _is_xdist_worker(config) -> bool:
@@ -69,19 +100,25 @@ _STARTED_STACK = pytest.StashKey[list]()
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session):
-    """`stack` (LAKECOMPACT_TEST_METASTORE): the e2e stack's metastore, started once for the whole run, before
-    pytest-xdist starts its workers (two workers starting it at once would race), and stopped at the end unless
-    it was running before."""
-    if SHARED_METASTORE != "stack" or _is_xdist_worker(session.config):
+    """What the run's processes share of the e2e stack, started once for the whole run before pytest-xdist starts
+    its workers (two workers starting it at once would race), and stopped at the end unless it was running before:
+    the metastore (LAKECOMPACT_TEST_METASTORE=stack); for `--e2e together`, all of the stack the end-to-end tests
+    use, so that no test's fixture stops a service another test uses at the same time."""
+    if _is_xdist_worker(session.config) or session.config.option.collectonly:
         return
-    from tests.e2e.conftest import load_stack_module
+    from tests.e2e.conftest import load_stack_module, shared_components
 
     stack = load_stack_module()
-    started = [name for name, info in stack.status().items() if name in ("postgres", "metastore") and not info["ready"]]
+    components = shared_components(stack) if session.config.getoption("e2e") == "together" else []
+    if SHARED_METASTORE == "stack":
+        components = components or ["postgres", "metastore"]
+    if not components:
+        return
+    started = [name for name, info in stack.status().items() if name in components and not info["ready"]]
     try:
-        stack.up(components=["metastore"])
+        stack.up(components=components)
     except stack.StackError as error:
-        pytest.exit(f"LAKECOMPACT_TEST_METASTORE=stack: the stack's metastore did not start: {error}", returncode=3)
+        pytest.exit(f"the stack's {', '.join(components)} did not start: {error}", returncode=3)
     session.config.stash[_STARTED_STACK] = started
 
 

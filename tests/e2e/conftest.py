@@ -42,6 +42,36 @@ def load_stack_module():
     return mod
 
 
+def shared_components(stack) -> list[str]:
+    """What the end-to-end tests that run at once share (`--e2e together`): the stack's services, and its S3, Spark
+    cluster and a Thrift server that reads s3a:// when the s3 jars are there; none when the stack is not
+    installed (its tests skip)."""
+    if stack.missing_install():
+        return []
+    with_s3 = all(any(d.glob("*.jar")) for d in (stack.S3PROXY_JARS, stack.S3A_JARS_DIR))
+    return [*stack.COMPONENTS, *(["s3", "cluster", "thriftserver"] if with_s3 else [])]
+
+
+# The modules of the stack's Spark cluster (the `st` fixture): some kill its workers, so they run one after another,
+# on one pytest-xdist worker (xdist_scope)
+CLUSTER_MODULES = ("test_cluster_s3.py", "test_object_store_locks.py", "test_s3_kill9.py", "test_stack_s3_cluster.py")
+
+
+def xdist_scope(nodeid: str) -> str:
+    """What pytest-xdist hands a worker whole (tests/conftest.py's scheduler): a test file, or all of
+    CLUSTER_MODULES."""
+    path = nodeid.split("::", 1)[0]
+    return "the Spark cluster's modules" if Path(path).name in CLUSTER_MODULES else path
+
+
+def pytest_collection_modifyitems(items):
+    strays = sorted({item.path.name for item in items
+                     if "st" in getattr(item, "fixturenames", ()) and item.path.name not in CLUSTER_MODULES})
+    if strays:
+        raise pytest.UsageError(f"{', '.join(strays)} use the Spark cluster (`st`): add them to CLUSTER_MODULES "
+                                "in tests/e2e/conftest.py")
+
+
 @pytest.fixture(scope="session")
 def stack():
     st = load_stack_module()
@@ -53,8 +83,9 @@ def stack():
         pytest.skip(msg)
     # What already ran before this fixture belongs to someone else (a person trying things, another test run
     # in the same tree, the suite's shared metastore): leave it up.
-    started = [name for name, info in st.status().items() if not info["ready"]]
-    st.up()
+    started = [name for name, info in st.status().items() if name in st.COMPONENTS and not info["ready"]]
+    if started:  # not `up` each time: it sets PostgreSQL up again, which fails from two workers at once
+        st.up()
     yield st
     if os.environ.get("LAKECOMPACT_KEEP_STACK") == "1":
         print("\nleaving the e2e stack running (LAKECOMPACT_KEEP_STACK=1); stop it with: "
@@ -73,7 +104,8 @@ def st():
             pytest.fail(message)
         pytest.skip(message)
     started = [c for c in ("s3", "cluster") if not stack.status()[c]["ready"]]
-    stack.up(components=["s3", "cluster"])
+    if started:
+        stack.up(components=started)
     yield stack
     if started and os.environ.get("LAKECOMPACT_KEEP_STACK") != "1":
         stack.down(started)

@@ -17,7 +17,7 @@ from tests.support.crash import stop_at
 from tests.support.databases import database_name, lake_config
 from tests.support.source import Source, deliver
 
-pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+pytestmark = [pytest.mark.e2e, pytest.mark.spark, pytest.mark.alone]
 
 TABLE = "public_items"
 

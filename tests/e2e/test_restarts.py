@@ -17,7 +17,7 @@ import pytest
 
 from tests.e2e import support
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.alone]  # kills Kafka Connect
 
 SEEDS = {"postgres": 1101, "mariadb": 1102}
 

@@ -22,7 +22,7 @@ from tests.support.databases import database_name, lake_config
 from tests.support.layout import archived_batches, batch_folders
 from tests.support.source import Source
 
-pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+pytestmark = [pytest.mark.e2e, pytest.mark.spark, pytest.mark.alone]
 
 TABLE = "public_items"
 
