@@ -24,7 +24,6 @@ os.environ.setdefault("LAKECOMPACT_SPARK_LOG_LEVEL", "ERROR")
 # the fixtures that hand out a SparkSession; `fixturenames` is the closure of a test's fixtures, so a test
 # that uses one of them through another fixture is found too
 SPARK_FIXTURES = ("spark", "lake", "e2e_spark")
-E2E_CHOICES = ("include", "skip", "only", "together", "alone")
 
 
 def pytest_configure(config):
@@ -40,7 +39,7 @@ def pytest_configure(config):
 
 def pytest_addoption(parser):
     parser.addoption(
-        "--e2e", choices=E2E_CHOICES, default="include",
+        "--e2e", choices=("include", "skip", "only", "together", "alone"), default="include",
         help="include, skip or run only the end-to-end tests, on top of -m and the paths given; `together`: those "
              "that can share the stack with others running at once, `alone`: those that stop or kill a service of "
              "it (marked `alone`). scripts/test.sh runs the others on two pytest-xdist workers, then `together` on "

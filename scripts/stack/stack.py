@@ -558,11 +558,11 @@ def _pg_wait(timeout: float) -> None:
          fail_fast=lambda: _died("postgres"))
     if not _pg_login_works():  # set up only when needed: two processes altering the role at once fail
         _pg_setup()
-    # password auth over TCP works for the tests' user
-    poll(lambda: pg_sql("SELECT 1") == [("1",)], 30, "PostgreSQL login as lake")
+    poll(_pg_login_works, 30, "PostgreSQL login as lake")
 
 
 def _pg_login_works() -> bool:
+    """Password auth over TCP works for the tests' user."""
     try:
         return pg_sql("SELECT 1") == [("1",)]
     except StackError:

@@ -48,8 +48,11 @@ def shared_components(stack) -> list[str]:
     installed (its tests skip)."""
     if stack.missing_install():
         return []
-    with_s3 = all(any(d.glob("*.jar")) for d in (stack.S3PROXY_JARS, stack.S3A_JARS_DIR))
-    return [*stack.COMPONENTS, *(["s3", "cluster", "thriftserver"] if with_s3 else [])]
+    return [*stack.COMPONENTS, *([] if missing_s3_jars(stack) else ["s3", "cluster", "thriftserver"])]
+
+
+def missing_s3_jars(stack) -> list[str]:
+    return [str(d) for d in (stack.S3PROXY_JARS, stack.S3A_JARS_DIR) if not any(d.glob("*.jar"))]
 
 
 # The modules of the stack's Spark cluster (the `st` fixture): some kill its workers, so they run one after another,
@@ -84,7 +87,7 @@ def stack():
     # What already ran before this fixture belongs to someone else (a person trying things, another test run
     # in the same tree, the suite's shared metastore): leave it up.
     started = [name for name, info in st.status().items() if name in st.COMPONENTS and not info["ready"]]
-    if started:  # not `up` each time: it sets PostgreSQL up again, which fails from two workers at once
+    if started:
         st.up()
     yield st
     if os.environ.get("LAKECOMPACT_KEEP_STACK") == "1":
@@ -97,7 +100,7 @@ def stack():
 @pytest.fixture(scope="module")
 def st():
     stack = load_stack_module()
-    missing = [str(d) for d in (stack.S3PROXY_JARS, stack.S3A_JARS_DIR) if not any(d.glob("*.jar"))]
+    missing = missing_s3_jars(stack)
     if missing:
         message = "s3 jars not installed (missing: " + ", ".join(missing) + "): run scripts/stack/install.sh"
         if os.environ.get("LAKECOMPACT_E2E_REQUIRED") == "1":
