@@ -12,12 +12,13 @@ import time
 from pathlib import Path
 
 from lakecompact import config as config_module
+from lakecompact import data_folder
 from lakecompact.compaction.compact import compact
 from lakecompact.landing.land import land
 from lakecompact.report import say, seconds_since
 from lakecompact.views.status import print_status, status
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "events"
+EXAMPLES = data_folder("demo_events", "examples/events")
 TABLES = {"public_customers": "id", "shop_orders": "order_id"}
 
 

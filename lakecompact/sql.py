@@ -4,22 +4,14 @@ from __future__ import annotations
 
 import functools
 import logging
-from importlib import resources
-from pathlib import Path
 
 import jinja2
 import sqlglot
 from pyspark.sql import DataFrame, SparkSession
 
+from lakecompact import data_folder
 from lakecompact.errors import LakecompactError
 from lakecompact.identifiers import check_identifier, quote
-
-
-def _template_dir() -> str:
-    checkout = Path(__file__).resolve().parent.parent / "sql_templates"
-    if checkout.is_dir():
-        return str(checkout)
-    return str(resources.files("lakecompact.sql_templates"))
 
 
 def _sql_string(value: str) -> str:
@@ -51,7 +43,7 @@ EXACT_JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX", "tim
 @functools.cache
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(_template_dir()),
+        loader=jinja2.FileSystemLoader(data_folder("sql_templates", "sql_templates")),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
