@@ -418,8 +418,18 @@ def _global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
                              "instead of waiting for it", **default)
 
 
+class _Parser(argparse.ArgumentParser):
+    """The parser of the command line and of each command's arguments (argparse makes the commands' of the same
+    class)."""
+
+    def error(self, message: str):
+        """A mistake on the command line is one line, as every other mistake: not argparse's usage block first."""
+        command = self.prog.partition(" ")[2]
+        self.exit(2, f"lakecompact: error: {f'{command}: ' if command else ''}{message}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lakecompact", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="lakecompact", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"lakecompact {__version__}")
     _global_options(parser, defaults=True)
     commands = parser.add_subparsers(dest="command", required=True)

@@ -77,3 +77,22 @@ def test_common_options_go_before_or_after_the_command_and_version(capsys):
         main(["--version"])
     assert exited.value.code == 0
     assert capsys.readouterr().out == f"lakecompact {__version__}\n"
+
+
+def test_a_mistake_on_the_command_line_is_one_line_without_the_usage(capsys):
+    """An unknown command, a missing or unknown option, a bad value: one line and exit status 2, as any mistake."""
+    mistakes = {
+        ("--config", "lake.toml", "frobnicate"):
+            "lakecompact: error: argument command: invalid choice: 'frobnicate' (choose from 'land', 'run', ",
+        ("history",): "lakecompact: error: history: the following arguments are required: --table",
+        ("status", "--jsn"): "lakecompact: error: unrecognized arguments: --jsn",
+        ("quarantine", "--show", "x"):
+            "lakecompact: error: quarantine: argument --show: expected a whole number (0 or more), got 'x'",
+    }
+    for argv, said in mistakes.items():
+        with pytest.raises(SystemExit) as exited:
+            main(list(argv))
+        assert exited.value.code == 2, argv
+        captured = capsys.readouterr()
+        [line] = captured.err.splitlines()
+        assert line.startswith(said) and captured.out == "", argv
