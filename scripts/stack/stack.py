@@ -38,7 +38,7 @@ Importable (stdlib + requests)::
     import stack            # with scripts/stack on sys.path
     stack.up()
     stack.register_postgres_connector("pg1", "pg1", ["public.orders"])
-    stack.wait_connector_running("pg1")
+    stack.wait_connector_streaming("pg1")
     stack.down()
 
 Needs ``scripts/stack/install.sh`` to have run (Debian packages + jars).
@@ -1903,7 +1903,8 @@ def mariadb_connector_config(name: str, topic_prefix: str, tables: Iterable[str]
         "tasks.max": "1",
         "database.hostname": MARIADB.host,
         "database.port": str(MARIADB.port),
-        "database.user": MARIADB.user,
+        # a login of its own, so that the server's process list tells its binlog reader from the others'
+        "database.user": mariadb_connector_user(name),
         "database.password": MARIADB.password,
         # unique per connector name, never the server's own id (1)
         "database.server.id": str(100000 + zlib.crc32(name.encode()) % 1_000_000_000),
@@ -1942,8 +1943,18 @@ def register_postgres_connector(name: str, topic_prefix: str, tables: Iterable[s
 
 def register_mariadb_connector(name: str, topic_prefix: str, tables: Iterable[str], **overrides) -> dict:
     """Create (or update) a Debezium MariaDB connector capturing ``tables``
-    ("db.table"). Topics: <topic_prefix>.<db>.<table>."""
-    return _put_connector(name, mariadb_connector_config(name, topic_prefix, tables, **overrides))
+    ("db.table"), logged in as a user of its own (mariadb_connector_user).
+    Topics: <topic_prefix>.<db>.<table>."""
+    config = mariadb_connector_config(name, topic_prefix, tables, **overrides)
+    user, password = config["database.user"], config["database.password"]
+    _mariadb_root(f"CREATE USER IF NOT EXISTS '{user}'@'%' IDENTIFIED BY '{password}'; "
+                  f"GRANT ALL PRIVILEGES ON *.* TO '{user}'@'%';")
+    return _put_connector(name, config)
+
+
+def mariadb_connector_user(name: str) -> str:
+    """The MariaDB login of the connector ``name`` (the same password as ``lake``)."""
+    return f"cdc_{zlib.crc32(name.encode()):08x}"
 
 
 def list_connectors() -> list[str]:
@@ -1999,10 +2010,71 @@ def wait_connector_running(name: str, timeout: float = 120) -> dict:
         time.sleep(0.5)
 
 
+def wait_connector_streaming(name: str, timeout: float = 120) -> dict:
+    """Poll until the connector's task reads the database's log: a change committed after this returns reaches
+    its topics. Connect reports a task RUNNING before Debezium has read its starting position (a snapshot, or
+    none with snapshot.mode no_data, comes first), and a change committed in between is never streamed.
+    PostgreSQL: the connector's slot is active in a walsender that is streaming. MariaDB: the server runs a
+    binlog dump for the connector's own login (mariadb_connector_user). Returns the connector's status."""
+    started = time.monotonic()
+    status = wait_connector_running(name, timeout)
+    config = requests.get(f"{CONNECT_URL}/connectors/{name}/config", timeout=10).json()
+    remaining = max(1.0, timeout - (time.monotonic() - started))
+    if config["connector.class"] == PG_CONNECTOR_CLASS:
+        slot, db = config["slot.name"], config.get("database.dbname", POSTGRES.database)
+        poll(lambda: pg_sql("SELECT count(*) FROM pg_replication_slots s JOIN pg_stat_replication r "
+                            f"ON r.pid = s.active_pid WHERE s.slot_name = '{slot}' AND r.state = 'streaming'",
+                            database=db) == [("1",)], remaining, f"connector {name} streaming from slot {slot}")
+    elif config["connector.class"] == MARIADB_CONNECTOR_CLASS:
+        user = config["database.user"]
+        # a reader killed with Connect leaves its dump thread behind until the server next writes to it
+        poll(lambda: any(_tcp_established(client, MARIADB_PORT) for _, client in _mariadb_binlog_dumps(user)),
+             remaining, f"connector {name}'s binlog reader ({user})")
+    else:
+        raise StackError(f"connector {name}: expected a PostgreSQL or MariaDB connector, found "
+                         f"{config['connector.class']}")
+    return status
+
+
+def _mariadb_binlog_dumps(user: str) -> list[tuple[str, str]]:
+    """The binlog dump threads of ``user``: (thread id, the reader's host:port)."""
+    out = _mariadb_root("SELECT ID, HOST FROM information_schema.PROCESSLIST "
+                        f"WHERE USER = '{user}' AND COMMAND LIKE 'Binlog Dump%'")
+    return [tuple(line.split("\t")) for line in out.splitlines() if line]
+
+
+def _tcp_established(local: str, remote_port: int) -> bool:
+    """Whether this machine has an established TCP connection from ``local`` (host:port) to ``remote_port``:
+    the client's end of a connection, from /proc/net/tcp."""
+    host, port = local.rsplit(":", 1)
+    want = f"{socket.inet_aton(host)[::-1].hex().upper()}:{int(port):04X}"
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == want and int(fields[2].split(":")[1], 16) == remote_port and fields[3] == "01":
+            return True
+    return False
+
+
+def _wait_mariadb_reader_gone(user: str, timeout: float) -> None:
+    """Wait until no binlog reader of ``user`` is connected. The server notices a reader that went away only
+    when it next sends it an event, so a dump thread whose client end is closed is killed rather than waited
+    for; one whose client is still connected (its task still stopping) is waited for."""
+    def gone() -> bool:
+        dumps = _mariadb_binlog_dumps(user)
+        for thread, client in dumps:
+            if not _tcp_established(client, MARIADB_PORT):
+                _mariadb_root(f"KILL {thread}")
+        return not dumps
+
+    poll(gone, timeout, f"the binlog reader of {user} to stop")
+
+
 def delete_connector(name: str, timeout: float = 60, cleanup: bool = True) -> None:
-    """Delete a connector (no error if absent) and wait until it is gone. With
-    ``cleanup``, a PostgreSQL connector's replication slot and publication are
-    dropped too, so that no slot keeps WAL around."""
+    """Delete a connector (no error if absent) and wait until it is gone and,
+    for MariaDB, its binlog reader too (so a change made after this returns is
+    never captured by it). With ``cleanup``, a PostgreSQL connector's
+    replication slot and publication are dropped too (once the slot is
+    released), so that no slot keeps WAL around."""
     r = requests.get(f"{CONNECT_URL}/connectors/{name}/config", timeout=10)
     if r.status_code == 404:
         return
@@ -2024,6 +2096,8 @@ def delete_connector(name: str, timeout: float = 60, cleanup: bool = True) -> No
                    f"WHERE slot_name = '{slot}'", database=db)
         if pub:
             pg_sql(f'DROP PUBLICATION IF EXISTS "{pub}"', database=db)
+    if cfg.get("connector.class") == MARIADB_CONNECTOR_CLASS and cfg.get("database.user") != MARIADB.user:
+        _wait_mariadb_reader_gone(cfg["database.user"], timeout)
 
 
 # --------------------------------------------------------------------------

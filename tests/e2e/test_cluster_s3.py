@@ -141,7 +141,7 @@ def run_history(history: History, session) -> None:
         db.create_namespace()
         db.run(workload.create_script(INITIAL))
         db.register(workload.tables)
-        stack.wait_connector_running(db.connector)
+        stack.wait_connector_streaming(db.connector)
         support.wait_delivered(session, stack, [db], workload.expected_events(), {}, exact=True)
         support.write_phase(session, stack, db, workload, 150, add_column="accounts", transaction=True,
                             key_change=True)

@@ -161,7 +161,7 @@ def stream_changes(spark, stack, connectors, *, name: str, topic: str, register,
     insert, update and delete one row each (SQL run by `run_sql` on `table`): the topic's 7 messages."""
     register(name, name, [captured])
     connectors.append(name)
-    stack.wait_connector_running(name)
+    stack.wait_connector_streaming(name)
     wait_for_messages(spark, stack, name, topic, 3)  # snapshot done
 
     run_sql(
@@ -198,3 +198,36 @@ def test_mariadb_to_kafka(stack, e2e_spark, run_id, connectors):
                           register=stack.register_mariadb_connector, captured=f"{db}.smoke_orders",
                           run_sql=stack.mariadb_sql, table="smoke_orders")
     check_change_stream(rows, connector_type="mariadb", db=db, table="smoke_orders", scale=2)
+
+
+@pytest.mark.parametrize("kind", ["postgres", "mariadb"])
+def test_streaming_without_snapshot(stack, e2e_spark, run_id, connectors, kind):
+    """A connector without a snapshot (snapshot.mode no_data) captures a row written the moment
+    wait_connector_streaming returns, with no retry; once delete_connector returns, MariaDB runs no binlog reader
+    of it any more (its slot, for PostgreSQL, is dropped)."""
+    name = f"smoke_nodata_{kind}_{run_id}"
+    if kind == "postgres":
+        captured, table, run_sql = "public.smoke_nodata", "public.smoke_nodata", stack.pg_sql
+        register, topic = stack.register_postgres_connector, f"{name}.public.smoke_nodata"
+    else:
+        db = stack.MARIADB.database
+        captured, table, run_sql = f"{db}.smoke_nodata", "smoke_nodata", stack.mariadb_sql
+        register, topic = stack.register_mariadb_connector, f"{name}.{db}.smoke_nodata"
+    run_sql(f"DROP TABLE IF EXISTS {table}; CREATE TABLE {table} (id INT PRIMARY KEY, name VARCHAR(20));")
+    register(name, name, [captured], snapshot_mode="no_data")
+    connectors.append(name)
+    stack.wait_connector_streaming(name)
+    run_sql(f"INSERT INTO {table} VALUES (1, 'first');")
+    (row,) = wait_for_messages(e2e_spark, stack, name, topic, 1)
+    assert (row.p.op, row.key_id) == ("c", 1)
+
+    stack.delete_connector(name)
+    connectors.remove(name)
+    if kind == "mariadb":
+        user = stack.mariadb_connector_user(name)
+        assert stack.mariadb_sql("SELECT count(*) FROM information_schema.PROCESSLIST "
+                                 f"WHERE USER = '{user}' AND COMMAND LIKE 'Binlog Dump%'") == [("0",)]
+    else:
+        assert stack.pg_sql("SELECT count(*) FROM pg_replication_slots "
+                            f"WHERE slot_name = '{stack.postgres_connector_config(name, name, [])['slot.name']}'") \
+            == [("0",)]

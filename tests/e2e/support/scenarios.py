@@ -77,7 +77,7 @@ def snapshot_and_connect(spark, stack, db: SourceDb, workload: Workload) -> list
     db.create_namespace()
     db.run(workload.create_script(INITIAL_ROWS))
     db.register(workload.tables)
-    stack.wait_connector_running(db.connector)
+    stack.wait_connector_streaming(db.connector)
     return wait_delivered(spark, stack, [db], workload.expected_events(), {}, exact=True)
 
 
@@ -311,7 +311,7 @@ def restarts_scenario(spark, stack, tmp_path: Path, seeds: dict[str, int]) -> Re
             db.run(workloads[db.kind].create_script({"accounts": 20, "audit": 5}))
             db.register(workloads[db.kind].tables)
         for db in dbs:
-            stack.wait_connector_running(db.connector)
+            stack.wait_connector_streaming(db.connector)
         wait_delivered(spark, stack, dbs, expected_events(workloads), {}, exact=True)
 
         config = lake_config(stack, tmp_path / "warehouse", unique("restarts"),
@@ -328,7 +328,7 @@ def restarts_scenario(spark, stack, tmp_path: Path, seeds: dict[str, int]) -> Re
             # 2. Connect comes back; Debezium sends again what it had not committed when it died
             stack.start_connect()
             for db in dbs:
-                stack.wait_connector_running(db.connector)
+                stack.wait_connector_streaming(db.connector)
             markers = {}
             for db in dbs:
                 marker, markers[db.kind] = workloads[db.kind].marker_script()

@@ -74,10 +74,8 @@ def verify_then_damage(spark, config, db: SourceDb, while_writing: dict[str, dic
     others = f" WHERE id NOT IN ({lost_ids})"  # each key is damaged one way only
     updated = _one_value(db, f"SELECT min(id) FROM {accounts}{others};")
     deleted = _one_value(db, f"SELECT max(id) FROM {accounts}{others};")
-    # MariaDB: kept out of the binlog as well, since the deleted connector's binlog reader may not have stopped
-    # yet (PostgreSQL's slot is dropped once its reader let go of it)
-    unlogged = "SET sql_log_bin = 0;\n" if db.kind == "mariadb" else ""
-    db.run(f"{unlogged}UPDATE {accounts} SET score = 12345.25 WHERE id = {updated};\n"
+    # unregister returned once the connector's log reader had stopped: none of this reaches Kafka
+    db.run(f"UPDATE {accounts} SET score = 12345.25 WHERE id = {updated};\n"
            f"DELETE FROM {accounts} WHERE id = {deleted};\n"
            f"INSERT INTO {accounts} (id, name) VALUES ({NEW_KEY}, 'inserted, never captured');\n"
            f"INSERT INTO {audit} (seq, kind) VALUES (999999, 'uncaptured');\n")
@@ -115,7 +113,7 @@ def repair_then_verify(spark, config, db: SourceDb, tables: list[str], *, again:
     getattr(stack, f"register_{db.kind}_connector")(name, db.topic_prefix, captured, snapshot_mode="no_data",
                                                     **{"signal.data.collection": signal})
     try:
-        stack.wait_connector_running(name)
+        stack.wait_connector_streaming(name)
         db.run(f"INSERT INTO {db.qualified('audit')} (seq, kind) VALUES (999998, 'streaming');\n")
         _wait_for_event(spark, db, "audit", lambda row: row.get("kind") == "streaming", "the probe row")
         config = dataclasses.replace(config, verify=dataclasses.replace(config.verify, signal_table=signal))
