@@ -99,4 +99,4 @@ def print_changes(spark, config, table, from_version, to_version, fmt: str, outp
         count = spark.read.parquet(output).count()
         say(f"changes {table}: {count} change(s) of versions {from_version}..{to_version or 'latest'} written to {output}")
         return count
-    return print_json_lines(frame, out, "change(s)")
+    return print_json_lines(frame, out, "change(s)", nulls=True)  # as Debezium's envelope: before and after whole

@@ -74,3 +74,17 @@ def test_sql_and_changes_print_timestamps_to_the_microsecond(lake):
     assert print_changes(lake.spark, lake.config, "public_ticks", 1, None, "json", None, out=printed) == 1
     [change] = [json.loads(line) for line in printed.getvalue().splitlines()]
     assert change["after"]["at"] == "2023-11-14T22:13:20.123456Z"
+
+
+def test_changes_print_null_columns_and_images_as_debeziums_envelope_does(lake):
+    """A null column is in the JSON line as null, as `sql` prints it and as the envelope has it; so is an insert's
+    `before`."""
+    topic = Topic("pg.public.nulls", [("id", INT), ("note", TEXT)], ["id"])
+    lake.write([topic.event("c", {"id": 1, "note": None}, 100)])
+    lake.land()
+    lake.compact()
+    printed = io.StringIO()
+    assert print_changes(lake.spark, lake.config, "public_nulls", 1, None, "jsonl", None, out=printed) == 1
+    [change] = [json.loads(line) for line in printed.getvalue().splitlines()]
+    assert (change["op"], change["before"], change["after"], change["key"]) == ("i", None, {"id": 1, "note": None},
+                                                                               {"id": 1})
