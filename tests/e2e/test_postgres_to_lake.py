@@ -36,7 +36,7 @@ class TestPostgresToLake(SourceToLake):
         assert extra["latest_recorded"] == start
         end = {f"{topic}:0": offset for topic, offset in extra["latest_end"].items()}
         assert extra["latest_next_plan"] == {name: {"start": start[name], "end": end[name]} for name in end}
-        assert all(end[name] > start[name] for name in end)
+        assert end and all(end[name] > start[name] for name in end), end
 
     def test_columns_named_key_and_payload(self, scenario):
         outcome = scenario.extra["names"]

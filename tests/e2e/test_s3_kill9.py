@@ -201,6 +201,7 @@ def test_the_next_driver_to_need_a_killed_ones_lock_takes_it_over_at_once(histor
     table busy."""
     drivers = history["drivers"]
     root = f"s3a://{history['bucket']}/{history['run']}/warehouse/{history['database']}/"
+    assert drivers.killed, "no driver was killed"
     for name, pid in drivers.killed.items():
         table = next((t for t in TABLES if f" of {t} " in name), None)
         lock = f"{root}{table}/_state/compact.lock" if table else f"{root}_state/land.lock"
@@ -212,6 +213,7 @@ def test_the_next_driver_to_need_a_killed_ones_lock_takes_it_over_at_once(histor
 
 def test_the_views_equal_the_source(history):
     seen = read_views(history["config"], history["database"], TABLES)
+    assert sorted(history["sources"]) == sorted(TABLES), history["sources"]
     for table, source in history["sources"].items():
         assert seen[table] == expected_view(source.model), table
         assert seen[table], table
