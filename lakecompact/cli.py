@@ -21,6 +21,7 @@ from lakecompact.report import seconds_since, warn
 from lakecompact.views import DIALECTS
 
 SQL_FORMATS = ("json", "table", "csv")  # `sql --format`
+REPAIR_WAIT_SECONDS = 300  # `repair --wait`: an incremental snapshot of a few keys takes seconds
 
 
 def _quiet_query_errors(args: argparse.Namespace) -> None:
@@ -249,7 +250,7 @@ def _repair(args, context: Context) -> None:
 
     require_signal_table(require_source(context.config))  # before a JVM starts
     _require_tables(context, _tables(args))
-    repair(context.spark, context.config, _tables(args))
+    repair(context.spark, context.config, _tables(args), wait=args.wait)
 
 
 def _demo(args, context: Context) -> None:
@@ -331,6 +332,13 @@ def _non_negative(text: str) -> int:
     return int(text)
 
 
+def _repair_arguments(parser: argparse.ArgumentParser) -> None:
+    _some_tables(parser)
+    parser.add_argument("--wait", type=_non_negative, default=REPAIR_WAIT_SECONDS, metavar="SECONDS",
+                        help="with a Kafka source, watch the tables' topics up to SECONDS until each key came back "
+                             f"(exit status 1 when some did not; default {REPAIR_WAIT_SECONDS}); 0: do not watch")
+
+
 def _changes_arguments(parser: argparse.ArgumentParser) -> None:
     _one_table(parser)
     parser.add_argument("--from-version", type=int, default=1, help="first base version (default 1)")
@@ -395,8 +403,10 @@ COMMANDS: tuple[Command, ...] = (
             "changed since is in flight, not a difference); prints what differs by kind and writes it to "
             "<table>_verify; exit status 1 when a table differs", _verify, f"{WITH_CONFIG} verify --table public_customers", _some_tables),
     Command("repair", "ask Debezium to send again the keys the latest verify found different (an incremental "
-            "snapshot signalled in [verify] signal_table); prints the statement for keys the source no longer has",
-            _repair, f"{WITH_CONFIG} repair --table public_customers", _some_tables),
+            "snapshot signalled in [verify] signal_table); prints the statement for keys the source no longer has; "
+            "then watches the topics until each key came back (or its delete, for those statements): exit status 1 "
+            "when some did not", _repair, f"{WITH_CONFIG} repair --table public_customers --wait 120",
+            _repair_arguments),
     Command("demo", "land, compact and query the events shipped in examples/", _demo,
             "lakecompact demo --warehouse /tmp/demo", _demo_arguments),
     Command("class-archive", "build the JVM class archive that makes every command start seconds sooner "

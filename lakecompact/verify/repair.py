@@ -1,6 +1,7 @@
 """`lakecompact repair`: ask Debezium to send again the keys the latest verify found divergent, through an ad-hoc
 incremental snapshot signalled in the connector's signalling table; the rows come back as `r` events and land
-like any other (docs/design.md "Repair"). Nothing is written to the lake here."""
+like any other (docs/design.md "Repair"). Nothing is written to the lake here. With `wait`, it then watches the
+tables' topics until the keys came back (watch.py)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from lakecompact.errors import LakecompactError
 from lakecompact.identifiers import qualified
 from lakecompact.naming import verify_table
 from lakecompact.report import say, warn
-from lakecompact.verify import source
+from lakecompact.verify import source, watch
 from lakecompact.verify.verify import require_source, text_kind
 
 NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE]-?[0-9]+)?")
@@ -39,6 +40,8 @@ class Repair:
     signals: int
     statements: tuple[str, ...]  # to run at the source, one per key it no longer has
     keyless_rows: int
+    again: tuple[str, ...] = ()  # the keys asked for again, as <t>_verify writes them
+    gone: tuple[str, ...] = ()  # the keys of `statements`, likewise
 
 
 def require_signal_table(verify: VerifyConfig) -> str:
@@ -82,7 +85,9 @@ def delete_statement(kind: str, table: str, lake_row: dict, forms: dict[str, str
                       columns=[source.quoted(n, kind) for n in names], values=values, condition=condition)
 
 
-def repair(spark: SparkSession, config: Config, tables: list[str] | None = None) -> list[Repair]:
+def repair(spark: SparkSession, config: Config, tables: list[str] | None = None, *, wait: int = 0) -> list[Repair]:
+    """Signal Debezium for the keys of the tables' latest verify (default: every table); with `wait` seconds,
+    watch the topics until they came back (watch.KeysNotBack when some did not)."""
     verify = require_source(config)
     signal_table = require_signal_table(verify)
     catalog = Catalog(spark, config)
@@ -90,11 +95,15 @@ def repair(spark: SparkSession, config: Config, tables: list[str] | None = None)
     unverified = [t for t in tables if not catalog.storage.exists(catalog.paths(t).verified)]
     if unverified:  # before any signal: a repair does all its tables or none
         raise LakecompactError(f"repair: no verify yet of {', '.join(unverified)}; run 'lakecompact verify' first")
+    since = watch.positions(spark, config, tables) if wait else None  # before any signal: what they make is after
     repairs = [_repair_one(spark, config, catalog, table, verify, signal_table) for table in tables]
     asked = sum(r.asked for r in repairs)
     if asked:
         say(f"repair: asked Debezium for {asked} keys again in {sum(r.signals for r in repairs)} signals; once "
             "they are landed (land, compact), verify again")
+    if wait:
+        watch.watch(spark, config, since, [watch.Wanted(catalog.require(r.table), r.again, r.gone) for r in repairs],
+                    wait)
     return repairs
 
 
@@ -121,9 +130,10 @@ def _repair_one(spark: SparkSession, config: Config, catalog: Catalog, table: st
         raise LakecompactError(f"repair {table}: key column(s) {binary} are binary; expected a key that a filter can "
                                "name in text")
     # the divergent keys only, not rows: the signal's filter names each of them
-    again = [json.loads(r["key"]) for r in found.where(F.col("kind") != "extra in the lake").select("key").collect()]
-    gone = [(json.loads(r["key"]), json.loads(r["lake_row"]))
-            for r in found.where(F.col("kind") == "extra in the lake").select("key", "lake_row").collect()]
+    again_keys = tuple(r["key"] for r in found.where(F.col("kind") != "extra in the lake").select("key").collect())
+    gone_rows = found.where(F.col("kind") == "extra in the lake").select("key", "lake_row").collect()
+    again = [json.loads(k) for k in again_keys]
+    gone = [(json.loads(r["key"]), json.loads(r["lake_row"])) for r in gone_rows]
     signals = _signal(spark, verify, signal_table, name, key, again) if again else 0
     if again:
         say(f"repair {table}: asked for {len(again)} keys of {name} again ({signals} execute-snapshot signals in "
@@ -135,7 +145,7 @@ def _repair_one(spark: SparkSession, config: Config, catalog: Catalog, table: st
             "delete for a row that is gone: run at the source, for each:")
         for statement in statements:
             say(statement)
-    return Repair(table, len(again), signals, statements, 0)
+    return Repair(table, len(again), signals, statements, 0, again_keys, tuple(r["key"] for r in gone_rows))
 
 
 def _signal(spark: SparkSession, verify: VerifyConfig, signal_table: str, data_collection: str, key: list[str],

@@ -67,6 +67,7 @@ def contexts() -> dict[str, dict]:
         "verify_keys.sql.j2": {"source": "s", "lake": "l", "buckets": [3, 17], "names": ["id", "note"], "keyless": False},
         "verify_positions.sql.j2": {"base": "b", "increments": "i", "key": [("id", "text"), ("at", "timestamp")],
                                     "keys": "k"},
+        "repair_returned.sql.j2": {"events": "e", "asked": "a", "key": [("id", "text"), ("at", "timestamp")]},
     }
 
 
