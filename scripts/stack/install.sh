@@ -15,7 +15,10 @@
 #                                        loopback launcher, compiled here)
 #       trino/                           Trino's CLI, and home/: the server with
 #                                        only its Hive connector (the tarball's
-#                                        other plugins are left out)
+#                                        other plugins are left out); java-home:
+#                                        the JDK Trino runs on (Java 24.0.1 or
+#                                        newer: the machine's Java 25; found
+#                                        here, see "Trino's Java" below)
 #       s3a/                             Hadoop S3A for pyspark's Hadoop version
 #                                        (hadoop-aws, the AWS SDK v2 bundle,
 #                                        analyticsaccelerator-s3) + spark-hadoop-cloud
@@ -23,7 +26,9 @@
 # Does nothing for a part that is already there; prints what it did.
 #
 # Environment: LAKECOMPACT_STACK_DIR (default <project root>/.stack),
-#              PYTHON (default: python, else python3), MVN (default: mvn).
+#              PYTHON (default: python, else python3), MVN (default: mvn),
+#              LAKECOMPACT_TRINO_JAVA_HOME (the JDK for Trino; default: the
+#              newest JDK 24 or newer under /usr/lib/jvm).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -197,8 +202,31 @@ if [ ! -d "$TRINO/home/lib" ]; then
   tar xzf "$tarball" -C "$TRINO/home.tmp" --strip-components=1
   find "$TRINO/home.tmp/plugin" -mindepth 1 -maxdepth 1 ! -name hive -exec rm -rf {} +
   mv "$TRINO/home.tmp" "$TRINO/home"
-  rm -f "$tarball"  # 650 MB, of which the Hive connector and the server's own jars are kept
+  rm -f "$tarball"  # 821 MB, of which the Hive connector and the server's own jars (420 MB) are kept
   say "jars/trino: unpacked $(basename "$tarball") (server and Hive connector)"
+fi
+# Trino's Java: Trino 476 needs Java 24.0.1 or newer, the rest of the stack runs on the machine's java (17).
+# LAKECOMPACT_TRINO_JAVA_HOME, else the newest JDK of 24 or newer under /usr/lib/jvm (these machines have
+# Temurin 25 in /usr/lib/jvm/temurin-25-jdk-amd64), recorded in jars/trino/java-home for stack.py. None can be
+# installed from here: Debian 12's packages stop at OpenJDK 17 and Maven Central has no JDK. Without one, the
+# rest is installed and install.sh fails at its end, saying so.
+java_spec() { "$1/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p'; }
+if [ -n "${LAKECOMPACT_TRINO_JAVA_HOME:-}" ]; then jdks=("$LAKECOMPACT_TRINO_JAVA_HOME"); else jdks=(/usr/lib/jvm/*); fi
+trino_java="" trino_java_version=0 trino_java_error=""
+for jdk in "${jdks[@]}"; do
+  [ -x "$jdk/bin/java" ] || continue
+  v=$(java_spec "$jdk")
+  case "$v" in ''|*[!0-9]*) continue ;; esac
+  if [ "$v" -ge 24 ] && [ "$v" -gt "$trino_java_version" ]; then trino_java=$jdk trino_java_version=$v; fi
+done
+if [ -z "$trino_java" ]; then
+  trino_java_error="no Java for Trino: Trino 476 needs a JDK 24.0.1 or newer, none found in ${LAKECOMPACT_TRINO_JAVA_HOME:-/usr/lib/jvm/*} (Debian 12 packages only OpenJDK 17, Maven Central no JDK): install one (Temurin 25) and set LAKECOMPACT_TRINO_JAVA_HOME to it"
+  rm -f "$TRINO/java-home"
+elif [ "$(cat "$TRINO/java-home" 2>/dev/null)" = "$trino_java" ]; then
+  say "jars/trino: Java $trino_java_version for Trino ($trino_java), skipped"
+else
+  echo "$trino_java" >"$TRINO/java-home"
+  say "jars/trino: Java $trino_java_version for Trino: $trino_java (in jars/trino/java-home)"
 fi
 
 # Spark jars: match the installed pyspark when Central has that version.
@@ -263,3 +291,7 @@ fi
 fetch_or_die s3proxy s3proxy
 
 say "done in $(( $(date +%s) - T0 ))s; jars under $JARS"
+if [ -n "$trino_java_error" ]; then
+  say "$trino_java_error"
+  exit 1
+fi

@@ -12,8 +12,9 @@ Components: postgres, mariadb, kafka, connect, metastore (default: all), and
 thriftserver, started only when named: Spark's Thrift JDBC/ODBC server (HiveServer2
 protocol) on the same metastore, for beeline and BI tools
 (``jdbc:hive2://127.0.0.1:19010/default``; it reads s3a:// tables of the stack's S3
-too when s3 is up, or started with it: LAKECOMPACT_THRIFTSERVER_S3), and trino: a Trino server whose Hive
-connector (catalog ``hive``) reads the same metastore (``http://127.0.0.1:19020``),
+too when s3 is up, or started with it: LAKECOMPACT_THRIFTSERVER_S3), and trino: a Trino server (476, on
+Java 25 of its own: LAKECOMPACT_TRINO_JAVA_HOME) whose Hive connector (catalog ``hive``) reads the same metastore
+(``http://127.0.0.1:19020``) and its tables on local disk (not on the stack's S3: _trino_write_conf),
 s3: an S3 server (S3Proxy on a filesystem store under .stack/s3/data; bucket
 ``lake``, identity ``lakecompact``, secret ``lakecompact-secret``; conditional
 PUTs honoured: If-None-Match: * atomically, If-Match as a check then a write)
@@ -57,6 +58,9 @@ Environment overrides (read at import time):
                                  jars on its class path; 0: it does not; auto: it does when s3 is up or started
                                  with it)
     LAKECOMPACT_TRINO_PORT       19020    LAKECOMPACT_TRINO_HEAP (default 1G)
+    LAKECOMPACT_TRINO_JAVA_HOME  the JDK Trino (server and CLI) runs on, Java 24.0.1 or newer (default: the
+                                 one install.sh found, in .stack/jars/trino/java-home); every other service
+                                 keeps the machine's java (JAVA_HOME)
     LAKECOMPACT_S3_PORT          19030    LAKECOMPACT_S3_HEAP (default 384m)
     LAKECOMPACT_S3_REQUEST_LOG   1 (0: S3Proxy logs no requests, s3_request_log() is empty)
     LAKECOMPACT_SPARK_MASTER_PORT 19077   LAKECOMPACT_SPARK_MASTER_WEBUI_PORT 19040
@@ -113,6 +117,7 @@ THRIFTSERVER_HEAP = os.environ.get("LAKECOMPACT_THRIFTSERVER_HEAP", "768m")
 THRIFTSERVER_S3 = os.environ.get("LAKECOMPACT_THRIFTSERVER_S3", "auto")  # auto, 1 or 0
 TRINO_PORT = _env_int("LAKECOMPACT_TRINO_PORT", 19020)
 TRINO_HEAP = os.environ.get("LAKECOMPACT_TRINO_HEAP", "1G")
+TRINO_JAVA_HOME = os.environ.get("LAKECOMPACT_TRINO_JAVA_HOME", "")  # empty: the JDK install.sh recorded
 KAFKA_HEAP = os.environ.get("LAKECOMPACT_KAFKA_HEAP", "512m")
 CONNECT_HEAP = os.environ.get("LAKECOMPACT_CONNECT_HEAP", "512m")
 S3_PORT = _env_int("LAKECOMPACT_S3_PORT", 19030)
@@ -155,6 +160,7 @@ METASTORE_HOME = METASTORE_JARS / "home"
 METASTORE_LAUNCHER = METASTORE_JARS / "launcher"
 TRINO_JARS = JARS_DIR / "trino"  # install.sh: the CLI jar, and home/ (the server with its Hive connector)
 TRINO_HOME = TRINO_JARS / "home"
+TRINO_JAVA_RECORD = TRINO_JARS / "java-home"  # install.sh: the JDK (Java 24.0.1 or newer) it found for Trino
 S3A_JARS_DIR = JARS_DIR / "s3a"  # install.sh: hadoop-aws, the AWS SDK bundle, analyticsaccelerator-s3, spark-hadoop-cloud
 S3PROXY_JARS = JARS_DIR / "s3proxy"  # install.sh: s3proxy-<version>-jar-with-dependencies.jar
 S3_DIR = STACK_DIR / "s3"  # data/: the filesystem store (one directory per bucket)
@@ -1115,8 +1121,35 @@ def _trino_ready() -> bool:
     return requests.get(f"{TRINO_URL}/v1/info", timeout=2).json().get("starting") is False
 
 
+def _trino_java_home() -> Path:
+    """The JDK Trino runs on (Trino 476 needs Java 24.0.1 or newer; the machine's java, 17, stays for the rest of
+    the stack): LAKECOMPACT_TRINO_JAVA_HOME, else the one install.sh found and recorded."""
+    where = TRINO_JAVA_HOME or (TRINO_JAVA_RECORD.read_text().strip() if TRINO_JAVA_RECORD.exists() else "")
+    if not where:
+        raise StackError(f"no Java for Trino recorded in {TRINO_JAVA_RECORD}: run scripts/stack/install.sh (it "
+                         "looks for a JDK 24 or newer under /usr/lib/jvm), or set LAKECOMPACT_TRINO_JAVA_HOME")
+    home = Path(where)
+    if not (home / "bin" / "java").exists():
+        raise StackError(f"no Java for Trino: {home}/bin/java does not exist (Trino needs a JDK 24.0.1 or newer; "
+                         "set LAKECOMPACT_TRINO_JAVA_HOME, or run scripts/stack/install.sh to look for one)")
+    release = home / "release"
+    found = re.search(r'^JAVA_VERSION="(\d+)', release.read_text(), re.MULTILINE) if release.exists() else None
+    if found and int(found.group(1)) < 24:
+        raise StackError(f"{home} is Java {found.group(1)}: Trino needs Java 24.0.1 or newer "
+                         "(set LAKECOMPACT_TRINO_JAVA_HOME to such a JDK)")
+    return home
+
+
 def _trino_write_conf() -> Path:
-    """etc/ for the launcher: one node that is coordinator and worker, on loopback, memory sized for 2 cores."""
+    """etc/ for the launcher: one node that is coordinator and worker, on loopback, memory sized for 2 cores; the
+    Hive catalog reads file: tables (a local warehouse) through Hadoop's local file system (fs.hadoop.enabled:
+    Trino's own file systems have no file: scheme, and in 476 the Hadoop one is off unless enabled).
+
+    Not the stack's S3: Trino 476's native S3 client (fs.native-s3.enabled) asks every listing for
+    `x-amz-optional-object-attributes: RestoreStatus`, which S3Proxy 4.0.0 refuses (501 NotImplemented) unless
+    set to ignore every header it does not implement (s3proxy.ignore-unknown-headers: lakecompact's own requests
+    would then pass the tests with a header S3Proxy silently ignored); the Hadoop S3 client (hive.s3.*) is
+    deprecated. No test reads s3a:// with Trino."""
     etc = CONF_DIR / "trino"
     (etc / "catalog").mkdir(parents=True, exist_ok=True)
     data = STACK_DIR / "trino" / "data"
@@ -1124,15 +1157,19 @@ def _trino_write_conf() -> Path:
     files = {
         "node.properties": f"node.environment=lakecompact\nnode.id=lakecompact-stack\nnode.data-dir={data}\n"
                            f"node.bind-ip={HOST}\nnode.internal-address={HOST}\n",
+        # the last three: what Trino's libraries do on Java 25 (an agent loaded at run time, native code,
+        # sun.misc.Unsafe) allowed, not warned about at every start
         "jvm.config": f"-server\n-Xmx{TRINO_HEAP}\n-XX:+UseG1GC\n-XX:+ExitOnOutOfMemoryError\n"
-                      f"-Djdk.attach.allowAttachSelf=true\n{_service_marker('trino')}\n",
+                      f"-Djdk.attach.allowAttachSelf=true\n{_service_marker('trino')}\n"
+                      "-XX:+EnableDynamicAgentLoading\n--enable-native-access=ALL-UNNAMED\n"
+                      "--sun-misc-unsafe-memory-access=allow\n",
         # query memory + the heap's headroom (30%) must fit the heap
         "config.properties": f"coordinator=true\nnode-scheduler.include-coordinator=true\n"
                              f"http-server.http.port={TRINO_PORT}\ndiscovery.uri={TRINO_URL}\n"
-                             "query.max-memory=384MB\nquery.max-memory-per-node=384MB\n"
-                             "query.max-total-memory-per-node=512MB\n",
-        "log.properties": "io.trino=WARN\n",
-        f"catalog/{TRINO_CATALOG}.properties": f"connector.name=hive\nhive.metastore.uri={METASTORE_URI}\n",
+                             "query.max-memory=384MB\nquery.max-memory-per-node=384MB\n",
+        "log.properties": "io.trino=WARN\norg.apache.parquet=WARN\n",
+        f"catalog/{TRINO_CATALOG}.properties": f"connector.name=hive\nhive.metastore.uri={METASTORE_URI}\n"
+                                               "fs.hadoop.enabled=true\n",
     }
     for name, text in files.items():
         (etc / name).write_text(f"# written by scripts/stack/stack.py (rewritten on every up)\n{text}")
@@ -1145,9 +1182,11 @@ def _trino_start() -> bool:
         return False
     if not (TRINO_HOME / "bin" / "launcher").exists():
         raise StackError(f"Trino is not installed under {TRINO_HOME}: run scripts/stack/install.sh")
+    java_home = _trino_java_home()
     etc = _trino_write_conf()
-    _log(f"starting Trino on {TRINO_URL} (catalog {TRINO_CATALOG}: the metastore {METASTORE_URI})")
-    _spawn("trino", [str(TRINO_HOME / "bin" / "launcher"), "run", f"--etc-dir={etc}"])
+    _log(f"starting Trino on {TRINO_URL} (catalog {TRINO_CATALOG}: the metastore {METASTORE_URI}; Java {java_home})")
+    _spawn("trino", [str(TRINO_HOME / "bin" / "launcher"), "run", f"--etc-dir={etc}"],
+           env={"JAVA_HOME": str(java_home)})  # the launcher runs $JAVA_HOME/bin/java
     return True
 
 
@@ -1163,7 +1202,9 @@ def stop_trino(timeout: float = 60) -> None:
 def trino(sql: str, schema: str = "default", timeout: float = 300) -> list[dict]:
     """Rows of one statement run by Trino's command-line client in the stack's catalog, as JSON objects."""
     [cli] = TRINO_JARS.glob("trino-cli-*-executable.jar")
-    found = _run(["java", "-jar", str(cli), "--server", TRINO_URL, "--catalog", TRINO_CATALOG, "--schema", schema,
+    java = str(_trino_java_home() / "bin" / "java")
+    found = _run([java, "--enable-native-access=ALL-UNNAMED", "-jar", str(cli), "--server", TRINO_URL,
+                  "--catalog", TRINO_CATALOG, "--schema", schema,
                   "--output-format", "JSON", "--execute", sql], input="", check=False, timeout=timeout)
     if found.returncode != 0:
         raise StackError(f"trino exited {found.returncode}: {(found.stderr or found.stdout)[-2000:]}")

@@ -1,5 +1,5 @@
-"""Trino reads the deduplicated tables: a Trino server (`stack.py up trino`, Trino 368, the newest release on
-Maven Central as this machine reaches it that runs on Java 17) whose Hive connector reads the stack's shared
+"""Trino reads the deduplicated tables: a Trino server (`stack.py up trino`, Trino 476, the newest release on
+Maven Central as this machine reaches it, on Java 25 of its own) whose Hive connector reads the stack's shared
 metastore runs the view `lakecompact views --dialect trino` prints, over the base and the increments that
 lakecompact wrote. After a history with late events, deletes and TOAST placeholders, its rows are the source's
 and Spark's, while increments are pending on a base version and after they are compacted into merge-on-read
