@@ -171,7 +171,7 @@ class Compactor:
             # a land (under its own lock) may have added columns since this compactor started: it saves the
             # schema before it registers a batch, so the schema read after the listing has every pending column
             self.schema = self.catalog.require(self.table)
-            version = current.version + 1
+            version = self.manifests.next_version(current)
             increments = self._read_increments(pending)
             report = self._write_version(current, version, increments, pending, started)
             self._point_base_at(self.manifests.read(version), current)
@@ -453,6 +453,7 @@ class Compactor:
                 "max_source_ts_ms": plan.max_source_ts_ms,  # the last source change this version has seen
                 **_row_counts(current, buckets, written, newly_shadowed),
             },
+            current.version,
         ))
         crashpoints.reached("manifest")
         data_buckets = [b for b in buckets if is_data(b)]

@@ -42,10 +42,11 @@ def collect_changes(catalog: Catalog, paths: TablePaths, changes_table: str, kep
     for name in storage.list_names(paths.changes_staging_root):
         if name.startswith("v=") and int(name[2:]) not in kept:
             storage.delete(paths.changes_staging(int(name[2:])))
-    dropped = []
     for name in storage.list_names(paths.changes_root):
         # above the current version: a crashed compaction's feed, written in place before its manifest
         if name.startswith("v=") and int(name[2:]) not in kept:
-            dropped.append(int(name[2:]))
             storage.delete(paths.changes(int(name[2:])))
-    catalog.drop_partitions(changes_table, [[(CHANGE_PARTITION[0], v)] for v in dropped])
+    # every partition of a version not kept, also one whose folder is gone (a rollback killed in between): its
+    # number is never used again, so no compaction would replace it
+    registered = {int(p[CHANGE_PARTITION[0]]) for p in catalog.partitions(changes_table)}
+    catalog.drop_partitions(changes_table, [[(CHANGE_PARTITION[0], v)] for v in sorted(registered - kept)])

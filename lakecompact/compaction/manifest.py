@@ -24,6 +24,7 @@ class Manifest:
     bucket_count: int
     consumed: tuple[tuple[str, int], ...] = ()  # (hour, batch) of the increments folded in
     stats: dict[str, Any] = field(default_factory=dict)
+    previous: int = 0  # the version it was compacted from, which a rollback returns to
 
     @property
     def last_batch(self) -> int:
@@ -35,6 +36,7 @@ class Manifest:
     def to_json(self) -> dict[str, Any]:
         return {
             "version": self.version,
+            "previous": self.previous,
             "buckets": {str(b): v for b, v in sorted(self.buckets.items())},
             "bucket_count": self.bucket_count,
             "consumed": [list(c) for c in self.consumed],
@@ -49,6 +51,7 @@ class Manifest:
             raw["bucket_count"],
             tuple((h, int(b)) for h, b in raw["consumed"]),
             raw.get("stats", {}),
+            raw.get("previous", raw["version"] - 1),  # written before it was recorded: the numbers had no gaps then
         )
 
 
@@ -72,9 +75,16 @@ class Manifests:
     def write(self, manifest: Manifest) -> None:
         self._files.write(manifest.version, manifest.to_json())
 
+    def next_version(self, current: Manifest) -> int:
+        """The number of the version compacted from `current`: one above every number the table used, a rolled-back
+        version's too, so that a number once published never names other content (docs/change-feed.md). Expired
+        versions are below the current one."""
+        retired = self.storage.list_names(f"{self.folder}/{ROLLED_BACK}")
+        return max([current.version, *(int(name[:12]) for name in retired if name.endswith(".json"))]) + 1
+
     def retire(self, version: int) -> None:
-        """Take a version out of the chain (rollback): kept aside for `history`, never read again. A version
-        number can be rolled back more than once (compacted again after a rollback), so the name is unique."""
+        """Take a version out of the chain (rollback): kept aside for `history`, never read again; its name says
+        when."""
         stamp = datetime.now(UTC).strftime(_RETIRED_STAMP)
         self.storage.rename(self._files.path(version), f"{self.folder}/{ROLLED_BACK}/{version:012d}-{stamp}.json")
 
@@ -84,8 +94,7 @@ class Manifests:
 
     def history(self) -> list[HistoryEntry]:
         """Every version this table had, oldest first, each with what became of it: "kept" (its folders are
-        readable), "expired" (beyond keep_versions) or "rolled back" (with when: a version number compacted again
-        after a rollback is in the history twice)."""
+        readable), "expired" (beyond keep_versions) or "rolled back" (with when)."""
         found = [HistoryEntry(self.read(v), "kept") for v in self.versions()]
         for folder, fate in ((EXPIRED, "expired"), (ROLLED_BACK, "rolled back")):
             for name in self.storage.list_names(f"{self.folder}/{folder}"):

@@ -26,7 +26,7 @@ def roll_back_one(compactor: Compactor) -> int:
         earlier = [v for v in compactor.manifests.versions() if v < current.version]
         if earlier:
             previous = compactor.manifests.read(earlier[-1])
-        elif current.version == 1:
+        elif current.previous == 0:
             previous = Manifest(0, {}, current.bucket_count)
         else:
             raise RollbackError(
@@ -59,7 +59,8 @@ def roll_back(compactor: Compactor, to_version: int | None = None) -> int:
         return roll_back_one(compactor)
     kept = compactor.manifests.versions()
     current = kept[-1] if kept else 0
-    reachable = ([0] if 1 in kept else []) + [v for v in kept if v < current]
+    back_to_0 = kept and compactor.manifests.read(kept[0]).previous == 0
+    reachable = ([0] if back_to_0 else []) + [v for v in kept if v < current]
     if to_version != current and to_version not in reachable:
         raise RollbackError(
             f"table {compactor.table} is at base v{current} and can go back to "

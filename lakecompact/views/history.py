@@ -33,7 +33,8 @@ def history(spark: SparkSession | None, config: Config, table: str) -> list[dict
         rows.append({
             "version": manifest.version,
             "state": "current" if fate == "kept" and manifest.version == current else fate,
-            # a version number compacted again after a rollback is in the history twice: this tells them apart
+            # not the number before it when a rollback came in between (docs/change-feed.md)
+            "compacted_from": manifest.previous,
             "rolled_back_at": rolled_back_at,
             "created_at": stats.get("created_at"),
             "batches": len(manifest.consumed),
@@ -50,9 +51,10 @@ def history(spark: SparkSession | None, config: Config, table: str) -> list[dict
 
 
 def _state(row: dict[str, Any]) -> str:
-    if row.get("rolled_back_at"):
-        return f"rolled back at {_when(row['rolled_back_at'])}"
-    return row["state"]
+    state = f"rolled back at {_when(row['rolled_back_at'])}" if row.get("rolled_back_at") else row["state"]
+    if row["compacted_from"] != row["version"] - 1:
+        state += f", compacted from v{row['compacted_from']}"
+    return state
 
 
 def _when(iso: str) -> str:

@@ -351,7 +351,9 @@ def test_a_landed_batch_whose_folder_is_gone_stops_compaction_naming_it_and_how_
     assert lake.view(T) == as_rows({**V1, 2: "n2 v3"})
 
 
-def test_rollback_goes_back_one_version_and_the_next_compaction_redoes_it(items):
+def test_rollback_goes_back_one_version_and_the_next_compaction_redoes_it_under_a_new_number(items):
+    """A number once published never names other content: the compaction after a rollback takes the next unused
+    one, and its manifest names the version it was compacted from (docs/change-feed.md "Version numbers")."""
     lake, T = items, items.table
     base_v1 = lake.base(T)
     lake.compact()
@@ -372,24 +374,30 @@ def test_rollback_goes_back_one_version_and_the_next_compaction_redoes_it(items)
     assert (row["pending_batches"], row["pending_events"], row["change_feed_versions"]) == (1, 4, [1])
 
     [report] = lake.compact()
-    assert report.version == 2
-    assert base_version(lake) == 2 and pending(lake) == []
+    assert report.version == 3
+    assert base_version(lake) == 3 and pending(lake) == [] and manifest_versions(lake) == [1, 3]
     assert lake.view(T) == as_rows(V2)
     assert without_landed_at(lake.base(T)) == without_landed_at(base_v2)
     changes = lake.rows(f"SELECT __version, count(*) AS n FROM `{lake.database}`.`{T}_changes` GROUP BY __version")
-    assert sorted((r["__version"], r["n"]) for r in changes) == [(1, 6), (2, 4)]
+    assert sorted((r["__version"], r["n"]) for r in changes) == [(1, 6), (3, 4)]
+    assert (manifest(lake, 1)["previous"], manifest(lake, 3)["previous"]) == (0, 1)
 
-    # v2 rolled back again (a version number can be rolled back twice), then compacted again
-    with pytest.raises(RollbackError, match=r"at base v2 and can go back to v0, v1 \(keep_versions = 3\), not v3"):
-        lake.rollback(T, to_version=3)
+    # back past the gap to v1, then compacted again: v4; a rollback goes back to the version compacted from
+    with pytest.raises(RollbackError, match=r"at base v3 and can go back to v0, v1 \(keep_versions = 3\), not v2"):
+        lake.rollback(T, to_version=2)
     assert lake.rollback(T, to_version=1) == 1
-    assert lake.compact()[0].version == 2
+    assert lake.compact()[0].version == 4
+    assert lake.rollback(T) == 1 and lake.rollback(T) == 0
+    assert [r.version for r in lake.compact()] == [5]  # every batch again, from v0
+    assert lake.view(T) == as_rows(V2) and lake.rollback(T) == 0
+    assert lake.compact()[0].version == 6
     rows = history(None, lake.config, T)  # the manifests as they are on disk, no Spark
-    assert [(r["version"], r["state"], r["change_feed"]) for r in rows] == [
-        (1, "kept", 1), (2, "rolled back", None), (2, "rolled back", None), (2, "current", 2),
+    assert [(r["version"], r["state"], r["compacted_from"], r["change_feed"]) for r in rows] == [
+        (1, "rolled back", 0, None), (2, "rolled back", 1, None), (3, "rolled back", 1, None),
+        (4, "rolled back", 1, None), (5, "rolled back", 0, None), (6, "current", 0, 6),
     ]
     assert [(r["batches"], r["events_in"], r["rows"], r["live_rows"]) for r in rows] == [
-        (1, 6, 6, 6), (1, 4, 7, 6), (1, 4, 7, 6), (1, 4, 7, 6),  # key 6 soft-deleted in v2
+        (1, 6, 6, 6), (1, 4, 7, 6), (1, 4, 7, 6), (1, 4, 7, 6), (2, 10, 7, 6), (2, 10, 7, 6),  # key 6 deleted in v2
     ]
     assert 1 <= rows[-1]["buckets_rewritten"] <= 4 and rows[-1]["seconds"] > 0
 
@@ -435,8 +443,8 @@ def test_a_rollback_killed_before_it_retires_the_version_is_undone_by_the_next_r
 
 def test_a_rollback_killed_before_it_drops_the_feed_partition_leaves_no_rows_of_the_retired_version(items, monkeypatch):
     """The retired version's feed folder goes before its partition: killed in between, the feed holds a partition
-    with no folder (read as empty; the version's next compaction publishes it again), never a retired version's
-    rows, which a schema change (it registers the feed versions found on disk) would also bring back."""
+    with no folder (read as empty; the next compaction drops it: the number is not used again), never a retired
+    version's rows, which a schema change (it registers the feed versions found on disk) would also bring back."""
     lake, T = items, items.table
     lake.compact()
     crash_once(monkeypatch, Catalog, "drop_partitions", when=lambda self, table, specs: table == f"{T}_changes")
@@ -445,9 +453,15 @@ def test_a_rollback_killed_before_it_drops_the_feed_partition_leaves_no_rows_of_
     monkeypatch.undo()
     feed = f"SELECT __version, count(*) AS n FROM `{lake.database}`.`{T}_changes` GROUP BY __version"
     assert (base_version(lake), pending(lake), lake.rows(feed)) == (1, [2], [{"__version": 1, "n": 6}])
+
+    def registered() -> list[int]:
+        return sorted(int(p["__version"]) for p in Catalog(lake.spark, lake.config).partitions(f"{T}_changes"))
+
+    assert registered() == [1, 2]
     [report] = lake.compact()
-    assert report.version == 2
-    assert sorted((r["__version"], r["n"]) for r in lake.rows(feed)) == [(1, 6), (2, 4)]
+    assert report.version == 3
+    assert sorted((r["__version"], r["n"]) for r in lake.rows(feed)) == [(1, 6), (3, 4)]
+    assert registered() == [1, 3]
 
 
 @pytest.fixture(scope="module")
