@@ -471,7 +471,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"lakecompact: {'busy' if exc.exit_code == 0 else 'error'}: {exc}", file=sys.stderr)
         return exc.exit_code
-    print(f"lakecompact {args.command}: finished in {seconds_since(started)}", file=sys.stderr)
+    if getattr(args, "dry_run", False):  # land, schema
+        print(f"lakecompact {args.command} --dry-run: finished in {seconds_since(started)}, nothing written",
+              file=sys.stderr)
+    else:
+        print(f"lakecompact {args.command}: finished in {seconds_since(started)}", file=sys.stderr)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""`lakecompact demo`: land, compact and query the Debezium events shipped in examples/events/.
+"""`lakecompact demo`: land, compact and query the Debezium events of examples/events/ (installed with the package).
 
 It runs the whole flow twice, the way a production lake sees it: a first batch, a compaction, then a
 second batch with late and duplicate events (and a truncated line) that the view serves before the
@@ -65,14 +65,26 @@ def run_demo(warehouse: str | None = None, *, archive_options: tuple[str, ...] =
 
 def _show(spark) -> None:
     for table, key in TABLES.items():
-        frame = spark.table(f"lake.{table}").orderBy(key)
-        data = [c for c in frame.columns if not c.startswith("__")] + ["__op", "__position"]
+        frame = spark.table(f"lake.{table}").orderBy(key).withColumn("position", _source_position())
+        data = [c for c in frame.columns if not c.startswith("__") and c != "position"] + ["__op", "position"]
         say(f"lake.{table}:")
         rows = frame.select(*data).limit(50).collect()  # a demo table of a few rows, printed
         widths = {c: max(len(c), *(len(_cell(r[c])) for r in rows)) if rows else len(c) for c in data}
         say("  " + " | ".join(c.ljust(widths[c]) for c in data))
         for row in rows:
             say("  " + " | ".join(_cell(row[c]).ljust(widths[c]) for c in data))
+
+
+def _source_position():
+    """Where the row's event is in the source's log, as the database names it: a PostgreSQL LSN, a binlog file and
+    position (`__position` packs these into one comparable number)."""
+    from pyspark.sql import functions as F
+
+    binlog = F.format_string("%s:%d", "__binlog_file", "__binlog_pos")
+    binlog = F.when(F.col("__binlog_row") > 0, F.format_string("%s row %d", binlog, "__binlog_row")).otherwise(binlog)
+    return (F.when(F.col("__lsn").isNotNull(), F.format_string("lsn %d", "__lsn"))
+            .when(F.col("__binlog_file").isNotNull(), binlog)
+            .otherwise(F.col("__position").cast("string")))
 
 
 def _cell(value) -> str:

@@ -6,13 +6,16 @@ from __future__ import annotations
 import os
 import re
 import textwrap
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from py4j.java_gateway import JavaClass
+from pyspark import SparkConf, SparkContext
 from pyspark import __version__ as pyspark_version
 from pyspark.errors import PySparkRuntimeError
 from pyspark.find_spark_home import _find_spark_home
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
 from lakecompact import class_archive, metastore_guard, thrift_metastore
@@ -40,6 +43,10 @@ S3A_COMMITTER_CONF = {
     "spark.hadoop.mapreduce.outputcommitter.factory.scheme.s3a": "org.apache.hadoop.fs.s3a.commit.S3ACommitterFactory",
 }
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+# What the JVM prints as it starts when an incubator module is added, as Spark's launcher always does
+# (--add-modules=jdk.incubator.vector, for MLlib's vector BLAS, which lakecompact does not use); no JVM option
+# silences it, so it is taken out of the JVM's stderr (_launch_jvm)
+INCUBATOR_WARNING = b"WARNING: Using incubator modules: jdk.incubator.vector\n"
 # a Java option that selects the garbage collector (not one that tunes it, such as -XX:+UseGCOverheadLimit)
 CHOSEN_COLLECTOR = re.compile(r"-XX:\+Use(Serial|Parallel|G1|Z|Shenandoah|Epsilon)GC\b")
 
@@ -373,16 +380,18 @@ def create_session(
         thrift_metastore.wait_until_reachable(config.metastore)
     if is_local(config.warehouse):
         (local_path(config.warehouse) / "_metastore").mkdir(parents=True, exist_ok=True)
-    builder = SparkSession.builder.appName(config.spark.app_name)
-    if not os.environ.get("PYSPARK_GATEWAY_PORT"):
-        # not launched by spark-submit, whose --master must win when it is
-        builder = builder.master(config.spark.master)
+    options = {"spark.app.name": config.spark.app_name}
+    launched_by_spark_submit = bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
+    if not launched_by_spark_submit:  # else spark-submit's --master must win
+        options["spark.master"] = config.spark.master
     if scheduler_pools:
-        builder = builder.config("spark.scheduler.mode", "FAIR")  # before session_conf: the user's setting wins
-    for key, value in session_conf(config, verbose=verbose, archive_options=archive_options, one_shot=one_shot).items():
-        builder = builder.config(key, value)
+        options["spark.scheduler.mode"] = "FAIR"  # before session_conf: the user's setting wins
+    options |= session_conf(config, verbose=verbose, archive_options=archive_options, one_shot=one_shot)
+    options["spark.sql.catalogImplementation"] = "hive"  # Hive support, whatever [spark.conf] says
     try:
-        spark = builder.enableHiveSupport().getOrCreate()
+        if SparkContext._gateway is None and not launched_by_spark_submit:
+            _launch_jvm(options)
+        spark = SparkSession.builder.config(map=options).getOrCreate()
     except PySparkRuntimeError as error:
         if error.getCondition() != "JAVA_GATEWAY_EXITED":
             raise
@@ -396,6 +405,30 @@ def create_session(
     spark.sparkContext.setLogLevel(os.environ.get("LAKECOMPACT_SPARK_LOG_LEVEL", "WARN" if verbose else "ERROR"))
     return spark
 
+
+def _launch_jvm(options: dict[str, str]) -> None:
+    """Start the driver's JVM with these settings, as the session's builder would, but with its stderr passed on
+    by a thread, less INCUBATOR_WARNING. A JVM that exits as it starts has said why once this returns."""
+    read, write = os.pipe()
+    relay = threading.Thread(target=_pass_on_stderr, args=(read,), name="jvm-stderr", daemon=True)
+    relay.start()
+    try:
+        gateway = launch_gateway(SparkConf().setAll(options.items()), popen_kwargs={"stderr": write})
+    except PySparkRuntimeError:
+        os.close(write)
+        relay.join(timeout=30)  # until the JVM's last words are out
+        raise
+    os.close(write)  # the JVM holds its own end
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
+def _pass_on_stderr(fd: int) -> None:
+    """Each line to this process's stderr, with os.write: a daemon thread must not hold Python's stderr buffer
+    while the interpreter exits."""
+    with os.fdopen(fd, "rb") as pipe:
+        for line in pipe:
+            if line != INCUBATOR_WARNING:
+                os.write(2, line)
 
 
 def write_counted(

@@ -5,16 +5,13 @@ each process costs a JVM, so one history checks both)."""
 from __future__ import annotations
 
 import argparse
+import shutil
 
 import pytest
 
 from lakecompact.cli import COMMANDS, _parser, main
 from lakecompact.errors import MissingFile, as_missing_file
-from tests.support.cli import (
-    JVM_INCUBATOR_WARNING,
-    lakecompact,
-    minimal_config,
-)
+from tests.support.cli import ROOT, lakecompact, minimal_config
 
 
 @pytest.mark.parametrize(
@@ -64,7 +61,7 @@ def test_a_query_of_a_table_that_is_not_there_is_one_line(tmp_path):
     """Not also PySpark's log of the error, a JSON record with the JVM's stack trace."""
     result = lakecompact(minimal_config(tmp_path), "sql", "SELECT * FROM lake.nope")
     assert result.returncode == 4, result.stderr  # QueryError
-    said = [line for line in result.stderr.splitlines() if line != JVM_INCUBATOR_WARNING]
+    said = result.stderr.splitlines()
     assert len(said) == 1 and said[0].startswith("lakecompact: error: sql: [TABLE_OR_VIEW_NOT_FOUND] The table or "
                                                  "view `lake`.`nope` cannot be found."), result.stderr
 
@@ -112,3 +109,18 @@ def test_sparks_errors_for_a_file_that_is_gone_are_one_line(spark, tmp_path):
     assert str(tmp_path / "gone") in str(said[0])
     assert "[FAILED_READ_FILE.FILE_NOT_EXIST]" in str(said[1]) and part.name in str(said[1])
     assert as_missing_file(ValueError("[PATH_NOT_FOUND"), "compact") is None
+
+
+def test_land_dry_run_says_nothing_was_written_and_the_jvm_prints_no_warning(tmp_path):
+    """The last line says it was a dry run; stderr holds that line alone: not the JVM's incubator-module warning,
+    which every Spark command printed (lakecompact/spark.py INCUBATOR_WARNING)."""
+    (tmp_path / "events").mkdir()
+    shutil.copy(ROOT / "examples" / "events" / "part-1.jsonl", tmp_path / "events")
+    result = lakecompact(minimal_config(tmp_path), "land", "--dry-run")
+    assert result.returncode == 0, result.stderr
+    *tables, said = result.stdout.splitlines()
+    assert tables == ["  lake.public_customers (a new table) <- dbserver1.public.customers: 7 events (1 Kafka tombstones)",
+                      "  lake.shop_orders (a new table) <- mysqlserver.shop.orders: 5 events (0 Kafka tombstones)"]
+    assert said.startswith("land --dry-run: batch 1 would read 12 events; nothing written, in ")
+    [line] = result.stderr.splitlines()
+    assert line.startswith("lakecompact land --dry-run: finished in ") and line.endswith(", nothing written")

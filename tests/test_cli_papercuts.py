@@ -1,6 +1,7 @@
 """What a new user tripped on (issue 58), with Spark: `sql` prints nulls and has --format; `report` shows the
 quarantine of no table as `status` does; a line that is not UTF-8 but names its topic is filed under its table,
-identified by file:line; `history` tells apart two versions of one number. The checks without Spark are in
+identified by file:line, and `report` counts it as no table; after a rollback `history` shows the next compaction
+under a new number, compacted from the version rolled back to. The checks without Spark are in
 tests/unit/test_cli_arguments.py."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from lakecompact.views.html_report import write_report
 from lakecompact.views.quarantine import print_quarantine, quarantine
 from lakecompact.views.read import run_sql
 from lakecompact.views.status import status
-from tests.support.cli import JVM_INCUBATOR_WARNING, ROOT, minimal_config, process_env
+from tests.support.cli import ROOT, minimal_config, process_env
 from tests.support.debezium import INT, TEXT, Topic
 from tests.support.lake import quarantined
 
@@ -51,7 +52,10 @@ def test_quarantine_report_history_and_sql_output_as_a_new_user_reads_them(lake,
     # report: the quarantine of no table is in its state table and has a section, as status lists it
     assert [r["quarantined"] for r in status(None, lake.config) if r["table"] == "_unknown"] == [1]
     page = tmp_path / "report.html"
+    capsys.readouterr()
     write_report(None, lambda: lake.spark, lake.config, str(page))
+    [said] = capsys.readouterr().out.splitlines()
+    assert said.startswith("report: 1 table(s) and the quarantine of events of no table, ") and str(page) in said
     text = page.read_text()
     [unknown] = re.findall(r"<tr><td>_unknown</td>(.*?)</tr>", text)
     assert re.findall(r"<td[^>]*>(.*?)</td>", unknown) == ["-", "-", "-", "-", "-", "1", "-", "-", "-"]
@@ -67,19 +71,20 @@ def test_quarantine_report_history_and_sql_output_as_a_new_user_reads_them(lake,
                    fmt="table") == 2
     assert printed.getvalue().splitlines() == ["id | name | e", "-- | ---- | -", "1  | one  |", "2  | null |"]
 
-    # history: v1 rolled back, then compacted again: two v1 entries a reader tells apart
+    # history: v1 rolled back, then compacted again: as v2, which says it was compacted from v0
     lake.compact()
     lake.rollback(TABLE)
     lake.compact()
     rows = history(None, lake.config, TABLE)
-    assert [(r["version"], r["state"]) for r in rows] == [(1, "rolled back"), (1, "current")]
+    assert [(r["version"], r["state"], r["compacted_from"]) for r in rows] == [(1, "rolled back", 0),
+                                                                              (2, "current", 0)]
     first, second = rows
     assert first["created_at"] < first["rolled_back_at"] < second["created_at"] and second["rolled_back_at"] is None
     out = io.StringIO()
     print_history(TABLE, rows, out)
     when = first["rolled_back_at"]
     assert [line.split(":", 1)[0] for line in out.getvalue().splitlines()] == [
-        f"{TABLE} v1 (rolled back at {when[:10]} {when[11:13]}", f"{TABLE} v1 (current)"]
+        f"{TABLE} v1 (rolled back at {when[:10]} {when[11:13]}", f"{TABLE} v2 (current, compacted from v0)"]
     assert f"(rolled back at {when[:10]} {when[11:19]} UTC): " in out.getvalue()
 
 
@@ -93,5 +98,5 @@ def test_sql_as_csv_with_the_config_after_the_command(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == 'id,note,e\n1,,""\n22,"a,""b""",x\n'
-    said = [line for line in result.stderr.splitlines() if line != JVM_INCUBATOR_WARNING]
+    said = result.stderr.splitlines()
     assert said[0] == "2 row(s)" and said[1].startswith("lakecompact sql: finished in "), result.stderr

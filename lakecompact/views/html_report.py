@@ -261,7 +261,9 @@ def write_report(
     page = render(config, [r for r in states if table_of(r) in chosen], pages, datetime.now(UTC))
     with open(out, "w", encoding="utf-8") as target:
         target.write(page)
-    say(f"report: {len(pages)} table(s), {len(page) // 1024} KiB, written to {out}")
+    tables = [name for name in pages if name in tabled]
+    others = "" if len(tables) == len(pages) else " and the quarantine of events of no table"
+    say(f"report: {len(tables)} table(s){others}, {len(page) // 1024} KiB, written to {out}")
 
 
 def _reasons(spark: SparkSession, config: Config) -> list[dict]:

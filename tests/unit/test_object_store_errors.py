@@ -15,7 +15,7 @@ from lakecompact import config as config_module
 from lakecompact import spark as spark_module
 from lakecompact.cli import Context
 from lakecompact.errors import MetastoreUnavailable, MissingObjectStoreClient, ObjectStoreUnavailable
-from tests.support.cli import JVM_INCUBATOR_WARNING, lakecompact
+from tests.support.cli import lakecompact
 
 ACCESS_KEY, SECRET_KEY = "Access-Key-8817", "Secret-Key-8817"
 # the AWS SDK bundle's shaded SLF4J says this on stderr as it starts (aws/aws-sdk-java-v2#5312)
@@ -164,7 +164,7 @@ def s3a_config(tmp_path: Path, endpoint: str, spark_conf: str) -> Path:
 
 
 def said(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if line != JVM_INCUBATOR_WARNING and line not in SDK_SLF4J_NOTICE]
+    return [line for line in stderr.splitlines() if line not in SDK_SLF4J_NOTICE]
 
 
 @pytest.mark.spark
