@@ -3,7 +3,8 @@ the shipped examples. The source table holds one row as the lake does, one with 
 key 4, and a key the lake never saw: verify prints each by kind, writes them to `<t>_verify`, `status` counts
 them, and it exits 1; a
 source table that is not there is one line, exit 2; a database that does not answer one line, exit 6. (The lake against real Debezium, PostgreSQL and MariaDB, all
-column types, equal and damaged: test_postgres_to_lake and test_mariadb_to_lake.)"""
+column types, equal and damaged: test_postgres_to_lake and test_mariadb_to_lake.) The package installed from its
+wheel, outside the checkout, lands and verifies a table equal to its source."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import socket
 import pytest
 
 from tests.e2e.support.common import unique
-from tests.support.cli import JVM_INCUBATOR_WARNING, ROOT, lakecompact, minimal_config, sql_lines
+from tests.support.cli import ROOT, lakecompact, minimal_config, sql_lines
+from tests.support.wheel import build_wheel, install_in_venv
 
 
 def _config(tmp_path, stack, source_table: str, *, port: int | None = None, settle: int = 0):
@@ -32,6 +34,17 @@ def _config(tmp_path, stack, source_table: str, *, port: int | None = None, sett
         f'source_table = "{source_table}"\n'))
 
 
+def _values(row: dict) -> str:
+    """A lake row of public_customers as the values of an INSERT into its source table."""
+    return ", ".join("NULL" if v is None else "'" + str(v).replace("'", "''") + "'"
+                     for v in (row["id"], row["name"], row["email"], row["bio"], row["signed_up"]))
+
+
+def _create_source(stack, schema: str, rows: str) -> None:
+    stack.pg_sql(f"CREATE SCHEMA {schema}; CREATE TABLE {schema}.customers (id int PRIMARY KEY, name text, "
+                 f"email text, bio text, signed_up date);\nINSERT INTO {schema}.customers VALUES {rows};")
+
+
 def _closed_port() -> int:
     with socket.socket() as probe:  # a port nothing listens on once the probe is closed
         probe.bind(("127.0.0.1", 0))
@@ -39,8 +52,7 @@ def _closed_port() -> int:
 
 
 def _stderr(result) -> list[str]:
-    return [line for line in result.stderr.splitlines() if line != JVM_INCUBATOR_WARNING and
-            not line.startswith("lakecompact verify: finished")]
+    return [line for line in result.stderr.splitlines() if not line.startswith("lakecompact verify: finished")]
 
 
 @pytest.mark.e2e
@@ -55,14 +67,8 @@ def test_verify_prints_what_differs_by_kind_writes_it_and_exits_1(stack, tmp_pat
         config, "SELECT id, name, email, bio, signed_up FROM lake.public_customers")) if "id" in r}
     assert sorted(rows) == [1, 2, 4]
 
-    def values(row: dict) -> str:
-        return ", ".join("NULL" if v is None else "'" + str(v).replace("'", "''") + "'"
-                         for v in (row["id"], row["name"], row["email"], row["bio"], row["signed_up"]))
-
-    stack.pg_sql(f"CREATE SCHEMA {schema}; CREATE TABLE {schema}.customers (id int PRIMARY KEY, name text, "
-                 f"email text, bio text, signed_up date);\n"
-                 f"INSERT INTO {schema}.customers VALUES ({values(rows[1])}), "
-                 f"({values({**rows[2], 'email': 'changed@example.com'})}), (9, 'never landed', NULL, NULL, NULL);")
+    _create_source(stack, schema, f"({_values(rows[1])}), ({_values({**rows[2], 'email': 'changed@example.com'})}), "
+                                  "(9, 'never landed', NULL, NULL, NULL)")
     try:
         result = lakecompact(config, "verify", "--table", "public_customers")
         missing_table = lakecompact(_config(tmp_path, stack, f"{schema}.nope"), "verify", "--table", "public_customers")
@@ -105,3 +111,30 @@ def test_verify_prints_what_differs_by_kind_writes_it_and_exits_1(stack, tmp_pat
         (f"lakecompact: error: verify public_customers: reading {schema}.nope from jdbc:postgresql://"
         f"{stack.POSTGRES.host}:{stack.POSTGRES.port}/{stack.POSTGRES.database}: ERROR: relation "
         f'"{schema}.nope" does not exist')]
+
+
+@pytest.mark.e2e
+def test_the_installed_package_verifies_a_table_equal_to_its_source(stack, tmp_path):
+    """Installed from its wheel in a venv outside the checkout, run from a folder outside it: `land` and `verify`
+    against the stack's PostgreSQL (the JDBC driver named in the config, as a user names it)."""
+    python = install_in_venv(build_wheel(tmp_path / "wheel"), tmp_path / "venv")
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "events").mkdir()
+    shutil.copy(ROOT / "examples" / "events" / "part-1.jsonl", tmp_path / "events")
+    schema = unique("e2e_verify_installed")
+    config = _config(tmp_path, stack, f"{schema}.customers")
+    landed = lakecompact(config, "land", python=python, cwd=work)
+    assert landed.returncode == 0, landed.stderr
+    rows = [json.loads(line) for line in sql_lines(
+        config, "SELECT id, name, email, bio, signed_up FROM lake.public_customers ORDER BY id")]
+    assert [r["id"] for r in rows] == [1, 2, 4]
+    _create_source(stack, schema, ", ".join(f"({_values(r)})" for r in rows))
+    try:
+        result = lakecompact(config, "verify", "--table", "public_customers", python=python, cwd=work)
+    finally:
+        stack.pg_sql(f"DROP SCHEMA {schema} CASCADE;")
+    assert result.returncode == 0, result.stderr
+    [line] = [line for line in result.stdout.splitlines() if line.startswith("verify lake.public_customers")]
+    assert line.startswith(f"verify lake.public_customers against {schema}.customers: equal (3 source rows, 3 lake "
+                           "rows, 0 of "), result.stdout

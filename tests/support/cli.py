@@ -12,9 +12,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: where a process runs `python -m lakecompact`
 
-# what the JVM prints as Spark 4 starts it (--add-modules jdk.incubator.vector), before any command of ours runs
-JVM_INCUBATOR_WARNING = "WARNING: Using incubator modules: jdk.incubator.vector"
-
 
 def process_env(kill_at: str | None = None) -> dict[str, str]:
     """The environment of a `lakecompact` process: Spark's log at ERROR; with kill_at, it kills itself (SIGKILL)
@@ -26,11 +23,13 @@ def process_env(kill_at: str | None = None) -> dict[str, str]:
     return env
 
 
-def lakecompact(config: Path, *args: str, kill_at: str | None = None) -> subprocess.CompletedProcess:
-    """One `lakecompact` process; with kill_at, it kills itself (SIGKILL) after that step (crashpoints.py)."""
+def lakecompact(config: Path, *args: str, kill_at: str | None = None, python: Path | str = sys.executable,
+                cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """One `lakecompact` process; with kill_at, it kills itself (SIGKILL) after that step (crashpoints.py). `python`
+    and `cwd`: another installation of the package (tests/support/wheel.py), run from another folder."""
     return subprocess.run(
-        [sys.executable, "-m", "lakecompact", "--config", str(config), *args],
-        check=False, cwd=ROOT, env=process_env(kill_at), capture_output=True, text=True, timeout=600,
+        [str(python), "-m", "lakecompact", "--config", str(config), *args],
+        check=False, cwd=cwd, env=process_env(kill_at), capture_output=True, text=True, timeout=600,
     )
 
 
