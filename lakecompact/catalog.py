@@ -210,8 +210,8 @@ class Catalog:
         """The table is in a lake format this version reads (LAKE_FORMAT or older); checked once per catalog."""
         if table in self._readable:
             return
-        path = self.paths(table).lake_format
-        found = int(self.storage.read_json(path)["format"]) if self.storage.exists(path) else 1
+        recorded = self.storage.read_json_or_none(self.paths(table).lake_format)
+        found = int(recorded["format"]) if recorded else 1
         if found > LAKE_FORMAT:
             raise LakeFormatTooNew(table, found, LAKE_FORMAT)
         self._readable.add(table)

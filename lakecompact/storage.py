@@ -32,6 +32,9 @@ OBJECT_STORE_SCHEMES = frozenset({"s3a", "s3", "s3n", "gs", "abfs", "abfss", "wa
 
 # Hadoop's option for a create that the store refuses when the object exists (S3A: If-None-Match, since 3.4.2)
 CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite"
+# S3A's option for a create without its probes (a LIST for a folder at the key, the overwrite flag's check): a
+# whole-object PUT that replaces what is there needs neither
+CREATE_PERFORMANCE = "fs.s3a.create.performance"
 
 
 def _precondition_failed(error: Py4JJavaError) -> bool:
@@ -73,6 +76,7 @@ class Storage:
         self.root = root.rstrip("/")
         self._file_systems: dict[str, Any] = {}
         self._conditional_writes_checked = False
+        self._not_found = spark._jvm.java.lang.Class.forName("java.io.FileNotFoundException")
 
     def _path(self, path: str):
         return self._path_class(path)
@@ -105,11 +109,19 @@ class Storage:
         if not self._fs(source).rename(self._path(source), self._path(target)):
             raise OSError(f"could not move {source} to {target}")
 
+    def _missing(self, error: Py4JJavaError) -> bool:
+        return self._not_found.isInstance(error.java_exception)
+
     def list_names(self, path: str) -> list[str]:
-        """Names directly under path (files and folders), sorted; [] when path does not exist."""
-        if not self.exists(path):
-            return []
-        return sorted(status.getPath().getName() for status in self._fs(path).listStatus(self._path(path)))
+        """Names directly under path (files and folders), sorted; [] when path does not exist. One listing, no
+        probe first: on an object store a probe of a folder is two more requests."""
+        try:
+            statuses = self._fs(path).listStatus(self._path(path))
+        except Py4JJavaError as error:
+            if self._missing(error):
+                return []
+            raise
+        return sorted(status.getPath().getName() for status in statuses)
 
     def list_files(self, pattern: str) -> list[tuple[str, int]]:
         """(URI, size) of the files matching a glob, sorted by URI."""
@@ -179,7 +191,11 @@ class Storage:
         return True
 
     def _create(self, path: str, text: str, *, overwrite: bool) -> None:
-        stream = self._fs(path).create(self._path(path), overwrite)
+        if overwrite and is_object_store(path):
+            stream = (self._fs(path).createFile(self._path(path)).overwrite(True).recursive()
+                      .opt(CREATE_PERFORMANCE, True).build())
+        else:
+            stream = self._fs(path).create(self._path(path), overwrite)
         try:
             stream.write(bytearray(text.encode("utf-8")))
         finally:
@@ -196,6 +212,15 @@ class Storage:
 
     def read_json(self, path: str) -> Any:
         return json.loads(self.read_text(path))
+
+    def read_json_or_none(self, path: str) -> Any:
+        """The file's JSON, None when there is no such file: one read, no probe first."""
+        try:
+            return self.read_json(path)
+        except Py4JJavaError as error:
+            if self._missing(error):
+                return None
+            raise
 
     def write_json(self, path: str, value: Any, *, overwrite: bool = False) -> None:
         self.write_text(path, json.dumps(value, indent=1, sort_keys=True), overwrite=overwrite)
@@ -229,6 +254,9 @@ class LocalFiles:
 
     def read_json(self, path: str) -> Any:
         return json.loads(self.read_text(path))
+
+    def read_json_or_none(self, path: str) -> Any:
+        return self.read_json(path) if self.exists(path) else None
 
 
 def folder_stats(folder: str) -> str:

@@ -14,6 +14,7 @@ Per table, under its lock (docs/design.md "Compaction protocol"):
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -150,8 +151,8 @@ class Compactor:
         return manifest
 
     def _finished_version(self) -> int | None:
-        path = self.paths.finished
-        return self.storage.read_json(path)["version"] if self.storage.exists(path) else None
+        finished = self.storage.read_json_or_none(self.paths.finished)
+        return finished["version"] if finished else None
 
     def _mark_finished(self, version: int) -> None:
         self.storage.write_json(self.paths.finished, {"version": version}, overwrite=True)
@@ -174,13 +175,14 @@ class Compactor:
             version = self.manifests.next_version(current)
             increments = self._read_increments(pending)
             report = self._write_version(current, version, increments, pending, started)
-            self._point_base_at(self.manifests.read(version), current)
+            written = self.manifests.read(version)
+            self._point_base_at(written, current)
             crashpoints.reached("swap")
             self._publish_changes(version)
             crashpoints.reached("changes-published")
             self._archive(tuple(pending))
             crashpoints.reached("archive")
-            self._collect_garbage(self.manifests.read(version))
+            self._collect_garbage(written)
             crashpoints.reached("garbage-collected")
             self._mark_finished(version)
         say(
@@ -239,11 +241,26 @@ class Compactor:
         )
 
     def _read_partitions(self, manifest: Manifest, partitions) -> DataFrame:
-        locations = [self.paths.base_bucket(manifest.buckets[p], p) for p in partitions if p in manifest.buckets]
-        if not locations:
+        """The rows of these partitions of a version, each in the folder its manifest names. A version folder that
+        holds several of them is read as one root, its partitions chosen by `__bucket`: Spark lists a single root
+        of an object store in one flat listing (a request per 1,000 files), where each partition folder would
+        cost a probe and a listing of its own (docs/design.md "On object stores")."""
+        by_version: dict[int, list[int]] = {}
+        for p in partitions:
+            if p in manifest.buckets:
+                by_version.setdefault(manifest.buckets[p], []).append(p)
+        schema = self._base_schema()
+        if not by_version:
             # known empty (a filter that is always false): the optimizer drops the joins with it
-            return self.spark.createDataFrame([], self._base_schema()).where(F.lit(False))
-        return self.spark.read.schema(self._base_schema()).parquet(*locations)
+            return self.spark.createDataFrame([], schema).where(F.lit(False))
+        alone = [self.paths.base_bucket(v, ps[0]) for v, ps in sorted(by_version.items()) if len(ps) == 1]
+        frames = [self.spark.read.schema(schema).parquet(*alone)] if alone else []
+        for version, shared in sorted(by_version.items()):
+            if len(shared) > 1:
+                rows = self.spark.read.schema(self._base_schema().add("__bucket", IntegerType()))
+                rows = rows.parquet(self.paths.base_version(version)).where(F.col("__bucket").isin(shared))
+                frames.append(rows.select(*schema.fieldNames()))
+        return functools.reduce(DataFrame.unionByName, frames)
 
     def _touched_keys(self, increments: DataFrame) -> DataFrame:
         """The keys the increments name, found once for the queries that read them (the shadowed rows, the
@@ -409,9 +426,11 @@ class Compactor:
             observe=(plan.rows_read + plan.events_in) * len(plan.target) <= COUNTED_WHILE_WRITING,
             **counts,
         )
+        written = WrittenRows({b: (metrics[f"rows{n}"], metrics[f"live{n}"]) for n, b in enumerate(plan.target)})
         for b in plan.target:
-            self.storage.mkdirs(self.paths.base_bucket(version, b))
-        return WrittenRows({b: (metrics[f"rows{n}"], metrics[f"live{n}"]) for n, b in enumerate(plan.target)})
+            if not written.per_bucket[b][0]:  # no file in it, so no folder yet: its partition needs one
+                self.storage.mkdirs(self.paths.base_bucket(version, b))
+        return written
 
     def _write_version(
         self, current: Manifest, version: int, increments: DataFrame, pending, started: float
