@@ -203,8 +203,12 @@ def submit(stack, folder: Path, name: str, config: Path, *args: str, cores: int 
            **env: str) -> Job:
     """Start `lakecompact --config config *args` by spark-submit; its stdout and stderr go to folder/name.*.
     A process group of its own: the kill of a test takes the JVM and the driver's Python together."""
+    return start(folder, name, submit_command(stack, config, *args, cores=cores), args, **env)
+
+
+def start(folder: Path, name: str, command: list[str], args: tuple[str, ...], **env: str) -> Job:
+    """Start a spark-submit command line as `submit` does; `args`: lakecompact's, for the job's messages."""
     out, err = folder / f"{name}.out", folder / f"{name}.err"
-    command = submit_command(stack, config, *args, cores=cores)
     (folder / f"{name}.command").write_text(shlex.join(command) + "\n")
     with open(out, "w") as out_file, open(err, "w") as err_file:
         process = subprocess.Popen(command, stdout=out_file, stderr=err_file, env=submit_env(**env), cwd=folder,
