@@ -50,8 +50,8 @@ def run(glob: str, out: Path, driver_memory: str) -> None:
 
 def _events(out: Path) -> list[dict]:
     """The events of the log in OUT_DIR/events: one file, or (rolling, Spark 4's default) a folder of parts."""
-    log = sorted((out / "events").iterdir())[-1]
-    parts = sorted(p for p in log.iterdir() if p.name.startswith("events_")) if log.is_dir() else [log]
+    log = max((out / "events").iterdir())
+    parts = [p for p in log.iterdir() if p.name.startswith("events_")] if log.is_dir() else [log]
     parts.sort(key=lambda p: int(p.name.split("_")[1]) if p.name.split("_")[1].isdigit() else 0)
     return [json.loads(line) for part in parts for line in part.read_text().splitlines() if line.strip()]
 
@@ -85,9 +85,9 @@ def table(out: Path) -> str:
             stage["bytes_out"] += m["Output Metrics"]["Bytes Written"] + shuffle_write["Shuffle Bytes Written"]
             stage["spill"] += m["Disk Bytes Spilled"]
     summary = json.loads((out / "summary.json").read_text())
-    lines = [f"`land` {summary['land_s']} s (session start {summary['session_start_s']} s apart); "
-             f"{summary['events_in']:,} events in, rows out {summary['rows_out']}, quarantined "
-             f"{summary['quarantined']}, skipped {summary['skipped']}", "",
+    lines = [(f"`land` {summary['land_s']} s (session start {summary['session_start_s']} s apart); "
+              f"{summary['events_in']:,} events in, rows out {summary['rows_out']}, quarantined "
+              f"{summary['quarantined']}, skipped {summary['skipped']}"), "",
              "| job | call site | stage | tasks | wall s | task s | rows in | MB in | rows out | MB out | spill MB |",
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     total_task = 0.0
