@@ -320,7 +320,16 @@ class Landing:
         rest of the batch, if any is left, the careful way (`_land_careful`)."""
         report = LandReport(batch=intent.batch)
         quarantine: list[tuple[str | None, DataFrame]] = []
-        done, rest = self._land_as_written(intent, unnumbered, known, keys, report, quarantine)
+        commits, rest = self._land_as_written(intent, unnumbered, known, keys, report, quarantine)
+        done = sorted(commits)
+
+        def commit_before(topic: str | None) -> None:
+            """Commit the one-pass increments of the topics before `topic` (None: all that are left): every table
+            of a batch is committed in topic order, whichever way it landed, as a crash between two leaves the
+            tables before it registered and those after it not."""
+            for written in [t for t in sorted(commits) if topic is None or t < topic]:
+                commits.pop(written)()
+
         if rest != 0:
             landed = F.col("__line_reason").isNull() & F.coalesce(F.col("__kafka_topic").isin(*done), F.lit(False))
 
@@ -332,11 +341,12 @@ class Landing:
             read = decode.without_texts(split(rest_of(self._read(intent, unnumbered)))).persist()
             try:
                 self._land_careful(intent, read, unnumbered, lambda: split(rest_of(self._read(intent))), known,
-                                   report, quarantine)
+                                   report, quarantine, commit_before)
             finally:
                 read.unpersist()
         else:
             files.require_still_planned(self.storage, unnumbered)
+        commit_before(None)
         report.quarantined = self._write_quarantine(quarantine, intent.batch)
         for table, count in sorted(report.rows_out.items()):
             say(f"  {self.config.database}.{table}: {count} rows landed in batch {intent.batch} (hour {intent.hour})")
@@ -357,21 +367,22 @@ class Landing:
     def _land_as_written(
         self, intent: LandIntent, unnumbered: list[files.FileRange], known: dict[str, str],
         keys: dict[str, str | None], report: LandReport, quarantine: list[tuple[str | None, DataFrame]],
-    ) -> tuple[list[str], int | None]:
+    ) -> tuple[dict[str, Callable[[], None]], int | None]:
         """Land each topic whose first lines show its schemas in one scan of the batch (docs/design.md "Landing
         protocol"): each line read once, a value in that form parsed straight into the table's wire struct, the
         rows written, no copy of the batch kept, the counts taken from the same scan. A topic with any event in
         another form (another schema, a message that does not parse whole, a line that is no event) is not
-        committed here: it lands whole the careful way, so that each table has one increment a batch. Returns the
-        topics landed and the lines left for the careful way (None: not counted, all of them)."""
+        committed here: it lands whole the careful way, so that each table has one increment a batch. Returns, per
+        topic landed, how its increment is committed (written, not yet committed), and the lines left for the
+        careful way (None: not counted, all of them)."""
         if intent.requeue is not None or not known:
-            return [], None
+            return {}, None
         self._prepare()
         plans = [p for topic, text in sorted(known.items()) if (p := self._one_pass_plan(topic, text, keys, intent))]
         shared = {p.table for p in plans if sum(q.table == p.table for q in plans) > 1}
         plans = [p for p in plans if p.table not in shared]  # one scan writes a table's whole increment
         if not plans:
-            return [], None
+            return {}, None
         topics = [p.written.topic for p in plans]
         of_some = F.col("__line_reason").isNull() & F.coalesce(F.col("__kafka_topic").isin(*topics), F.lit(False))
         scans = []
@@ -387,23 +398,24 @@ class Landing:
             written = self._write_rows(plan.table, plan.decoded(flagged.where("__fits")), plan.location)
             scans.append((plan, written, lines.get))
         files.require_still_planned(self.storage, unnumbered)
-        done, rest = [], 0
+        commits: dict[str, Callable[[], None]] = {}
+        rest = 0
         for plan, written, counts in scans:
             rest += counts.get("others", 0)
             if counts["misfits"]:
                 self.storage.delete(plan.location)  # the topic lands whole the careful way
                 rest += counts["events"]
                 continue
-            done.append(plan.written.topic)
             rejected = written.pop("rejected")
-            self._commit_increment(plan.table, intent, plan.location, written)
+            commits[plan.written.topic] = functools.partial(self._commit_increment, plan.table, intent,
+                                                            plan.location, written)
             report.events_in += counts["events"]
             report.skipped += counts["tombstones"]  # of a topic whose deletes come as rows
             report.rows_out[plan.table] = report.rows_out.get(plan.table, 0) + written["rows"]
             if rejected:  # decoded again from the source as it came, texts and origins
                 came = plan.decoded(plan.flagged(self._read(intent)).where("__fits"))
                 quarantine.append((plan.table, _decode_rejects(came)))
-        return done, rest
+        return commits, rest
 
     def _one_pass_plan(self, topic: str, schema_text: str, keys: dict[str, str | None],
                        intent: LandIntent) -> OnePass | None:
@@ -440,9 +452,11 @@ class Landing:
 
     def _land_careful(self, intent: LandIntent, read: DataFrame, unnumbered: list[files.FileRange],
                       came: Callable[[], DataFrame], known: dict[str, str], report: LandReport,
-                      quarantine: list[tuple[str | None, DataFrame]]) -> None:
+                      quarantine: list[tuple[str | None, DataFrame]],
+                      commit_before: Callable[[str], None]) -> None:
         """Land the events of `read` (split and kept in memory) by their (topic, schema) groups into `report`;
-        what cannot land goes to `quarantine`. `came`: the same events as they came (split, texts and origins)."""
+        what cannot land goes to `quarantine`. `came`: the same events as they came (split, texts and origins);
+        `commit_before(topic)` commits what landed in one pass before that topic's table."""
         as_came = functools.cache(came)  # planned (its files listed) only for what is quarantined
         groups, not_events, not_event_topics = self._groups(read)  # the pass that reads the batch into memory
         groups = [_with_schema_text(group, known) for group in groups]
@@ -452,6 +466,7 @@ class Landing:
         is_event = F.col("__line_reason").isNull()
         batch_messages = Messages(read.where(is_event), lambda: as_came().where(is_event))
         for topic, topic_groups in _by_topic(groups):
+            commit_before(topic)
             landed = self._land_topic(topic, topic_groups, batch_messages, intent)
             tombstones = sum(g.events - g.values for g in topic_groups)  # Kafka tombstones
             if landed is None and intent.requeue is not None:  # what is not landed stays in quarantine
