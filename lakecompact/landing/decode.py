@@ -96,7 +96,10 @@ SAMPLE_LINES = 1000
 
 def schemas_as_written(raw: DataFrame) -> dict[str, str]:
     """Per topic, the text of a schema that values in Connect's form start with, among the first SAMPLE_LINES
-    lines: a whole JSON object, so that a value starting with `{"schema":` + it + `,"payload":` has that schema."""
+    lines: a whole JSON object, so that a value starting with `{"schema":` + it + `,"payload":` has that schema.
+    `raw` needs only the topic and the value (`payload`)."""
+    if "key" not in raw.columns:
+        raw = raw.withColumn("key", F.lit(None).cast("string"))
     return as_written_samples(raw)[0]
 
 
