@@ -97,16 +97,38 @@ SAMPLE_LINES = 1000
 def schemas_as_written(raw: DataFrame) -> dict[str, str]:
     """Per topic, the text of a schema that values in Connect's form start with, among the first SAMPLE_LINES
     lines: a whole JSON object, so that a value starting with `{"schema":` + it + `,"payload":` has that schema.
-    A few distinct texts reach the driver, not rows."""
-    head = raw.limit(SAMPLE_LINES).where(F.startswith("payload", F.lit(_CONNECT_FORM + "{")))
-    texts = head.select(F.col("__kafka_topic").alias("topic"),
-                        F.substring_index("payload", _CONNECT_PAYLOAD, 1).substr(len(_CONNECT_FORM) + 1, 1 << 30)
-                        .alias("text")).distinct().collect()
-    known: dict[str, str] = {}
-    for row in sorted(texts, key=lambda r: (r.topic or "", r.text or "")):
-        if row.topic is not None and row.topic not in known and _whole_object(row.text):
-            known[row.topic] = row.text
-    return known
+    `raw` needs only the topic and the value (`payload`)."""
+    if "key" not in raw.columns:
+        raw = raw.withColumn("key", F.lit(None).cast("string"))
+    return as_written_samples(raw)[0]
+
+
+def as_written_samples(raw: DataFrame) -> tuple[dict[str, str], dict[str, str | None]]:
+    """From the first SAMPLE_LINES lines, in one job: per topic, the schema text values start with
+    (`schemas_as_written`); and per topic whose keys there are all null or all in Connect's form, the key schema's
+    text (the first whole object in text order), or None when they are all null (a keyless topic). A few distinct
+    texts reach the driver, not rows."""
+    head = raw.limit(SAMPLE_LINES).where(F.col("__kafka_topic").isNotNull())
+
+    def text(column: str) -> Column:
+        return F.when(F.startswith(column, F.lit(_CONNECT_FORM + "{")),
+                      F.substring_index(column, _CONNECT_PAYLOAD, 1).substr(len(_CONNECT_FORM) + 1, 1 << 30))
+
+    rows = head.select(F.col("__kafka_topic").alias("topic"), text("payload").alias("value"),
+                       F.col("key").isNull().alias("null_key"), text("key").alias("key")).distinct().collect()
+    values: dict[str, str] = {}
+    for row in sorted(rows, key=lambda r: (r.topic, r.value or "")):
+        if row.topic not in values and _whole_object(row.value):
+            values[row.topic] = row.value
+    keys: dict[str, str | None] = {}
+    for topic in sorted({row.topic for row in rows}):
+        of_topic = [row for row in rows if row.topic == topic]
+        whole = sorted(row.key for row in of_topic if _whole_object(row.key))
+        if all(row.null_key for row in of_topic):
+            keys[topic] = None
+        elif all(row.key is not None for row in of_topic) and whole:
+            keys[topic] = whole[0]
+    return values, keys
 
 
 def _whole_object(text: str | None) -> bool:
@@ -181,6 +203,48 @@ def split_message(raw: DataFrame, known: dict[str, str] | None = None) -> DataFr
     )
 
 
+@dataclass(frozen=True)
+class Written:
+    """A topic whose values (and keys) are expected in the form its first lines show: the schema texts as written
+    (`as_written_samples`; key None: the topic's keys are null) and the value's shape."""
+
+    topic: str
+    value_schema: str
+    key_schema: str | None
+    shape: MessageShape
+
+
+def as_written(raw: DataFrame, written: Written, key_wire: list[tuple[str, str]]) -> DataFrame:
+    """The raw events with, for those of `written.topic` in the form written, the value parsed straight into its
+    wire struct as `m` (and the key's into `k`) in one parse each: `__fits` says the event takes the one-pass decode
+    (that form, the parse whole: no part of the message failed), `__tombstone` that it is a Kafka tombstone of the
+    topic. Every other event of the topic fits neither, and lands the careful way (split_message)."""
+    options = {**_WRAPPER_OPTIONS, "columnNameOfCorruptRecord": "__corrupt", "mode": "PERMISSIVE"}
+    of_topic = F.col("__line_reason").isNull() & F.coalesce(F.col("__kafka_topic") == written.topic, F.lit(False))
+    value_form = F.startswith("payload", F.lit(_CONNECT_FORM + written.value_schema + _CONNECT_PAYLOAD))
+    key_form = (F.col("key").isNull() if written.key_schema is None
+                else F.startswith("key", F.lit(_CONNECT_FORM + written.key_schema + _CONNECT_PAYLOAD)))
+    candidate = of_topic & F.coalesce(value_form & key_form, F.lit(False))
+    key_parsed = struct_type([("payload", struct_type(key_wire or [("_", "STRING")])), ("__corrupt", "STRING")])
+    key = (F.when(candidate, F.from_json("key", key_parsed, options)) if key_wire and written.key_schema is not None
+           else F.lit(None).cast(key_parsed))
+    value_wire = struct_type([("payload", wire_struct(written.shape, list(written.shape.fields))),
+                              ("__corrupt", "STRING")])
+    parsed = raw.select("*", of_topic.alias("__of_topic"), candidate.alias("__candidate"),
+                        F.when(candidate, F.from_json("payload", value_wire, options)).alias("__v"),
+                        key.alias("__k"))
+    key_whole = F.col("__k.__corrupt").isNull() if key_wire and written.key_schema is not None else F.lit(True)
+    fits = (F.col("__candidate") & F.col("__v.payload").isNotNull() & F.col("__v.__corrupt").isNull() & key_whole)
+    return parsed.select(
+        *raw.columns,
+        F.coalesce(fits, F.lit(False)).alias("__fits"),
+        (F.col("__of_topic") & F.col("payload").isNull()).alias("__tombstone"),
+        F.col("__of_topic"),
+        F.col("__v.payload").alias("m"),
+        F.col("__k.payload").alias("k"),
+    )
+
+
 # what only the quarantine reads of a split message: the texts as they came and where each came from
 _AS_CAME = ("key", "payload", "__origin", "__line")
 
@@ -235,15 +299,18 @@ def decode_events(
     table: TableSchema,
     placeholder: str,
     landed_at: str,
+    *,
+    parsed: bool = False,
 ) -> DataFrame:
     """Split events of one table and one message shape into rows; the `__reason` column is set for bad ones.
 
     Decoding never raises: a value that does not fit its column's type (a DECIMAL(65,30) value of 1e8 in
-    DECIMAL(38,30), say) decodes to NULL, and the row's reason names each such column (`_unfit`).
+    DECIMAL(38,30), say) decodes to NULL, and the row's reason names each such column (`_unfit`). `parsed`: the
+    events carry the value already parsed as `m` and the key as `k` (`as_written`), not their texts.
     """
     fields = list(shape.fields) or list(table.fields)
-    key_wire = [(f.name, f.wire_type) for f in fields if f.name in table.key]
-    parsed, meta = _parse(events, shape, fields, key_wire)
+    key_wire = decode_key_wire(shape, table)
+    parsed, meta = _parse(events, shape, fields, key_wire, parsed=parsed)
     columns, toast_checks, unfit = _data_columns(table, fields, bool(key_wire), placeholder)
     toast = f"filter(array({', '.join(toast_checks)}), x -> x IS NOT NULL)" if toast_checks else "CAST(array() AS ARRAY<STRING>)"
     meta["__toast"] = F.expr(toast)
@@ -271,25 +338,38 @@ def decode_events(
     )
 
 
-def _parse(
-    events: DataFrame, shape: MessageShape, fields: list[Field], key_wire: list[tuple[str, str]]
-) -> tuple[DataFrame, dict[str, Column]]:
-    """The value as `m` (its wire struct), the key as `k`, the `op`, the row `image`; and the meta columns."""
+def decode_key_wire(shape: MessageShape, table: TableSchema) -> list[tuple[str, str]]:
+    """The key columns the message key is read for (as a fallback for the image's), with their wire types."""
+    fields = list(shape.fields) or list(table.fields)
+    return [(f.name, f.wire_type) for f in fields if f.name in table.key]
+
+
+def wire_struct(shape: MessageShape, fields: list[Field]) -> str:
+    """The value's wire struct of one message shape, with `__corrupt` for a value that does not parse whole."""
     wire_row = [(f.name, f.wire_type) for f in fields]
     if shape.kind == "envelope":
-        wire = struct_type(
+        return struct_type(
             [("before", struct_type(wire_row)), ("after", struct_type(wire_row)), ("source", _SOURCE_WIRE),
              ("op", "STRING"), ("__corrupt", "STRING")]
         )
-    elif shape.kind == "flat":
-        wire = struct_type(wire_row + list(_FLAT_META.items()) + [("__corrupt", "STRING")])
-    else:
-        raise SchemaError(f"decoding rows: expected an envelope or flat message shape, got {shape.kind!r}")
-    parsed = events.withColumn(
-        "m", F.from_json("value_json", wire, {"columnNameOfCorruptRecord": "__corrupt", "mode": "PERMISSIVE"})
-    )
-    if key_wire:
-        parsed = parsed.withColumn("k", F.from_json("key_json", struct_type(key_wire)))
+    if shape.kind == "flat":
+        return struct_type(wire_row + list(_FLAT_META.items()) + [("__corrupt", "STRING")])
+    raise SchemaError(f"decoding rows: expected an envelope or flat message shape, got {shape.kind!r}")
+
+
+def _parse(
+    events: DataFrame, shape: MessageShape, fields: list[Field], key_wire: list[tuple[str, str]], *, parsed: bool
+) -> tuple[DataFrame, dict[str, Column]]:
+    """The value as `m` (its wire struct), the key as `k`, the `op`, the row `image`; and the meta columns.
+    `parsed`: `m` and `k` are there already."""
+    wire = wire_struct(shape, fields)
+    if not parsed:
+        events = events.withColumn(
+            "m", F.from_json("value_json", wire, {"columnNameOfCorruptRecord": "__corrupt", "mode": "PERMISSIVE"})
+        )
+        if key_wire:
+            events = events.withColumn("k", F.from_json("key_json", struct_type(key_wire)))
+    parsed = events
     if shape.kind == "envelope":
         parsed = parsed.withColumn("op", F.col("m.op")).withColumn(
             "image", F.when(F.col("op") == "d", F.col("m.before")).otherwise(F.col("m.after"))

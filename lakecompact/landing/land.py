@@ -18,7 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 
 from lakecompact import crashpoints
@@ -97,6 +97,26 @@ class TopicRows:
     tombstones_kept: bool  # its Kafka tombstones are in `rejected` (deletes that cannot be placed), not skipped
 
 
+@dataclass(frozen=True)
+class OnePass:
+    """One topic landed in one scan (`Landing._land_as_written`): its form, its table and increment folder, and
+    how its events decode."""
+
+    written: decode.Written
+    table: str
+    location: str
+    schema: TableSchema
+    placeholder: str
+    landed_at: str
+
+    def flagged(self, raw: DataFrame) -> DataFrame:
+        return decode.as_written(raw, self.written, decode.decode_key_wire(self.written.shape, self.schema))
+
+    def decoded(self, flagged: DataFrame) -> DataFrame:
+        return decode.decode_events(flagged, self.written.shape, self.schema, self.placeholder, self.landed_at,
+                                    parsed=True)
+
+
 class Landing:
     def __init__(self, spark: SparkSession, config: Config):
         self.spark, self.config = spark, config
@@ -106,6 +126,7 @@ class Landing:
         self.intent_path = f"{self.catalog.root}/_state/land-intent.json"
         self._delete_forms: dict[str, str | None] = {}  # table -> DELETE_FORM_PROPERTY as stored, read once a run
         self._database: Future[None] | None = None  # ensure_database, while a run plans and reads its batch
+        self._prepared = False  # _prepare done
 
     def run(self, requeue: str | None = None, *, table: str | None = None, quiet_when_idle: bool = False) -> LandReport:
         """Land what is new at the source, or (`requeue`) what that table's quarantine holds; one lander at a time.
@@ -283,41 +304,169 @@ class Landing:
     # -- the batch itself ------------------------------------------------------------------------
     def _land(self, intent: LandIntent, *, one_pass: bool = True) -> LandReport:
         """`one_pass`: the big files that the batch holds whole, unchanged since planned, are read in one pass
-        without numbering their lines (the batch kept in memory needs no origins)."""
+        without numbering their lines (what is landed needs no origins; the quarantine reads the source again)."""
         unnumbered = files.unchanged_whole(self.storage, list(intent.files or ())) if one_pass else []
-        known = decode.schemas_as_written(self._read(intent, unnumbered))
+        known, keys = decode.as_written_samples(self._read(intent, unnumbered))
 
         def split(raw: DataFrame) -> DataFrame:
             return decode.split_message(raw, known)
 
-        # read and parsed once for the batch, and kept in memory without the texts only the quarantine reads:
-        # what is quarantined (most batches have nothing) is read from the source again, texts and all
-        read = decode.without_texts(split(self._read(intent, unnumbered))).persist()
-        try:
-            return self._land_read(intent, read, unnumbered, split, known)
-        finally:
-            read.unpersist()
+        return self._land_read(intent, unnumbered, split, known, keys)
 
-    def _land_read(self, intent: LandIntent, read: DataFrame, unnumbered: list[files.FileRange],
-                   split: Callable[[DataFrame], DataFrame], known: dict[str, str]) -> LandReport:
-        batch, hour = intent.batch, intent.hour
+    def _land_read(self, intent: LandIntent, unnumbered: list[files.FileRange],
+                   split: Callable[[DataFrame], DataFrame], known: dict[str, str],
+                   keys: dict[str, str | None]) -> LandReport:
+        """The topics whose events come as their first lines show land in one scan each (`_land_as_written`); the
+        rest of the batch, if any is left, the careful way (`_land_careful`)."""
+        report = LandReport(batch=intent.batch)
+        quarantine: list[tuple[str | None, DataFrame]] = []
+        commits, rest = self._land_as_written(intent, unnumbered, known, keys, report, quarantine)
+        done = sorted(commits)
 
-        @functools.cache
-        def as_came() -> DataFrame:  # the batch as it came, planned (its files listed) only for what is quarantined
-            return split(self._read(intent))
+        def commit_before(topic: str | None) -> None:
+            """Commit the one-pass increments of the topics before `topic` (None: all that are left): every table
+            of a batch is committed in topic order, whichever way it landed, as a crash between two leaves the
+            tables before it registered and those after it not."""
+            for written in [t for t in sorted(commits) if topic is None or t < topic]:
+                commits.pop(written)()
 
-        groups, not_events, not_event_topics = self._groups(read)  # the pass that reads the batch into memory
-        groups = [_with_schema_text(group, known) for group in groups]
-        files.require_still_planned(self.storage, unnumbered)
+        if rest != 0:
+            landed = F.col("__line_reason").isNull() & F.coalesce(F.col("__kafka_topic").isin(*done), F.lit(False))
+
+            def rest_of(raw: DataFrame) -> DataFrame:
+                return raw.where(~landed) if done else raw
+
+            # read and parsed once, and kept in memory without the texts only the quarantine reads: what is
+            # quarantined (most batches have nothing) is read from the source again, texts and all
+            read = decode.without_texts(split(rest_of(self._read(intent, unnumbered)))).persist()
+            try:
+                self._land_careful(intent, read, unnumbered, lambda: split(rest_of(self._read(intent))), known,
+                                   report, quarantine, commit_before)
+            finally:
+                read.unpersist()
+        else:
+            files.require_still_planned(self.storage, unnumbered)
+        commit_before(None)
+        report.quarantined = self._write_quarantine(quarantine, intent.batch)
+        for table, count in sorted(report.rows_out.items()):
+            say(f"  {self.config.database}.{table}: {count} rows landed in batch {intent.batch} (hour {intent.hour})")
+        for table, count in sorted(report.quarantined.items()):
+            warn(f"{table}: {count} events quarantined in batch {intent.batch}; see: lakecompact quarantine "
+                 f"--table {table}")
+        return report
+
+    def _prepare(self) -> None:
+        """Before the batch's first table is decoded: the metastore ready, and hooks that failed before fired."""
+        if self._prepared:
+            return
         self._metastore_ready()
         for table in self.catalog.tables():
             apply.retry_hooks(self.catalog, self.config, table)
-        report = LandReport(batch=batch, events_in=sum(g.events for g in groups))
-        # only what may hold rows: most batches quarantine nothing, and then no quarantine is written at all
-        quarantine: list[tuple[str | None, DataFrame]] = []
+        self._prepared = True
+
+    def _land_as_written(
+        self, intent: LandIntent, unnumbered: list[files.FileRange], known: dict[str, str],
+        keys: dict[str, str | None], report: LandReport, quarantine: list[tuple[str | None, DataFrame]],
+    ) -> tuple[dict[str, Callable[[], None]], int | None]:
+        """Land each topic whose first lines show its schemas in one scan of the batch (docs/design.md "Landing
+        protocol"): each line read once, a value in that form parsed straight into the table's wire struct, the
+        rows written, no copy of the batch kept, the counts taken from the same scan. A topic with any event in
+        another form (another schema, a message that does not parse whole, a line that is no event) is not
+        committed here: it lands whole the careful way, so that each table has one increment a batch. Returns, per
+        topic landed, how its increment is committed (written, not yet committed), and the lines left for the
+        careful way (None: not counted, all of them)."""
+        if intent.requeue is not None or not known:
+            return {}, None
+        self._prepare()
+        plans = [p for topic, text in sorted(known.items()) if (p := self._one_pass_plan(topic, text, keys, intent))]
+        shared = {p.table for p in plans if sum(q.table == p.table for q in plans) > 1}
+        plans = [p for p in plans if p.table not in shared]  # one scan writes a table's whole increment
+        if not plans:
+            return {}, None
+        topics = [p.written.topic for p in plans]
+        of_some = F.col("__line_reason").isNull() & F.coalesce(F.col("__kafka_topic").isin(*topics), F.lit(False))
+        scans = []
+        for i, plan in enumerate(plans):
+            lines = Observation()
+            counts = [F.count(F.when(F.col("__of_topic"), 1)).alias("events"),
+                      F.count(F.when(F.col("__tombstone"), 1)).alias("tombstones"),
+                      F.count(F.when(F.col("__of_topic") & ~F.col("__fits") & ~F.col("__tombstone"), 1))
+                      .alias("misfits")]
+            if i == 0:  # the lines of no such topic, counted once
+                counts.append(F.count(F.when(~of_some, 1)).alias("others"))
+            flagged = plan.flagged(self._read(intent, unnumbered)).observe(lines, *counts)
+            written = self._write_rows(plan.table, plan.decoded(flagged.where("__fits")), plan.location)
+            scans.append((plan, written, lines.get))
+        files.require_still_planned(self.storage, unnumbered)
+        commits: dict[str, Callable[[], None]] = {}
+        rest = 0
+        for plan, written, counts in scans:
+            rest += counts.get("others", 0)
+            if counts["misfits"]:
+                self.storage.delete(plan.location)  # the topic lands whole the careful way
+                rest += counts["events"]
+                continue
+            rejected = written.pop("rejected")
+            commits[plan.written.topic] = functools.partial(self._commit_increment, plan.table, intent,
+                                                            plan.location, written)
+            report.events_in += counts["events"]
+            report.skipped += counts["tombstones"]  # of a topic whose deletes come as rows
+            report.rows_out[plan.table] = report.rows_out.get(plan.table, 0) + written["rows"]
+            if rejected:  # decoded again from the source as it came, texts and origins
+                came = plan.decoded(plan.flagged(self._read(intent)).where("__fits"))
+                quarantine.append((plan.table, _decode_rejects(came)))
+        return commits, rest
+
+    def _one_pass_plan(self, topic: str, schema_text: str, keys: dict[str, str | None],
+                       intent: LandIntent) -> OnePass | None:
+        """How `topic`'s events in the form its first lines show land in one scan, its table made or evolved for
+        their schema; None when they cannot (no key form known, deletes that come as tombstones alone, a schema
+        the table cannot take, a rerun's increment already written whole): they land the careful way."""
+        if topic not in keys:
+            return None
+        try:
+            shape = decode.shape_of(json.loads(schema_text), [], topic)
+        except SchemaError:
+            return None
+        if not shape.fields or not (shape.kind == "envelope" or (shape.kind == "flat" and shape.delete_marker)):
+            return None
+        table = table_for_topic(topic, self.config)
+        location = self.catalog.paths(table).increment(intent.hour, intent.batch)
+        if self.storage.exists(folder_stats(location)):
+            return None
+        group = Row(topic=topic, value_schema_hash=None, value_schema=schema_text, key_schema=keys[topic],
+                    key_sample=None, value_sample=None, events=0, values=0)
+        shaped = GroupShape(group, shape)
+        schema = self.catalog.schema(table)
+        if schema is None:
+            if keys[topic] is None and self.config.table(table).key is None:
+                return None  # a new table's key comes from the key schema
+            schema = self._create_table(table, topic, [shaped])
+        outcome = self._decoder(schema, shaped, intent.landed_at)
+        if isinstance(outcome, str):
+            return None
+        schema, _ = outcome
+        self._unplaced_deletes(topic, table, [shaped], lambda: None)  # records that its deletes come as rows
+        return OnePass(decode.Written(topic, schema_text, keys[topic], shape), table, location, schema,
+                       self.config.table(table).toast_placeholder, intent.landed_at)
+
+    def _land_careful(self, intent: LandIntent, read: DataFrame, unnumbered: list[files.FileRange],
+                      came: Callable[[], DataFrame], known: dict[str, str], report: LandReport,
+                      quarantine: list[tuple[str | None, DataFrame]],
+                      commit_before: Callable[[str], None]) -> None:
+        """Land the events of `read` (split and kept in memory) by their (topic, schema) groups into `report`;
+        what cannot land goes to `quarantine`. `came`: the same events as they came (split, texts and origins);
+        `commit_before(topic)` commits what landed in one pass before that topic's table."""
+        as_came = functools.cache(came)  # planned (its files listed) only for what is quarantined
+        groups, not_events, not_event_topics = self._groups(read)  # the pass that reads the batch into memory
+        groups = [_with_schema_text(group, known) for group in groups]
+        files.require_still_planned(self.storage, unnumbered)
+        self._prepare()
+        report.events_in += sum(g.events for g in groups)
         is_event = F.col("__line_reason").isNull()
         batch_messages = Messages(read.where(is_event), lambda: as_came().where(is_event))
         for topic, topic_groups in _by_topic(groups):
+            commit_before(topic)
             landed = self._land_topic(topic, topic_groups, batch_messages, intent)
             tombstones = sum(g.events - g.values for g in topic_groups)  # Kafka tombstones
             if landed is None and intent.requeue is not None:  # what is not landed stays in quarantine
@@ -343,15 +492,9 @@ class Landing:
                 quarantine.append((table, lines.where(F.col("__kafka_topic") == topic)))
             topic_placed = F.coalesce(F.col("__kafka_topic").isin(*placed), F.lit(False)) if placed else F.lit(False)
             quarantine.append((None, lines.where(~topic_placed)))
-        report.quarantined = self._write_quarantine(quarantine, batch)
         # lines that are no event at all came in too (quarantined, under a table or of none): in = out +
         # quarantined + skipped
         report.events_in += not_events
-        for table, count in sorted(report.rows_out.items()):
-            say(f"  {self.config.database}.{table}: {count} rows landed in batch {batch} (hour {hour})")
-        for table, count in sorted(report.quarantined.items()):
-            warn(f"{table}: {count} events quarantined in batch {batch}; see: lakecompact quarantine --table {table}")
-        return report
 
     @staticmethod
     def _groups(read: DataFrame) -> tuple[list[Row], int, set[str]]:
@@ -551,17 +694,25 @@ class Landing:
         return apply.evolve(self.catalog, self.config, schema, fields, key)
 
     def _write_increment(self, table: str, rows: DataFrame | None, intent: LandIntent) -> tuple[int, int]:
-        """Write the decoded rows without a reason to the table's increment: (rows written, rows with a reason).
+        """Write the decoded rows without a reason to the table's increment and commit it: (rows written, rows with
+        a reason).
 
         Those with a reason are only counted here, in the same pass: decoding them again for the quarantine
         costs less than keeping every decoded row (with its message text) for a second read, as nearly every
         batch has none."""
         if rows is None:
             return 0, 0
-        batch, hour = intent.batch, intent.hour
-        location = self.catalog.paths(table).increment(hour, batch)
+        location = self.catalog.paths(table).increment(intent.hour, intent.batch)
         if self.storage.exists(folder_stats(location)):
             return self._kept_increment(table, rows, intent, location)
+        written = self._write_rows(table, rows, location)
+        rejected = written.pop("rejected")
+        self._commit_increment(table, intent, location, written)
+        return written["rows"], rejected
+
+    def _write_rows(self, table: str, rows: DataFrame, location: str) -> dict[str, int]:
+        """The rows without a reason written to `location` (what a crashed attempt wrote there first deleted), not
+        yet committed: {rows, max_source_ts_ms, rejected (rows with a reason)}, counted as written."""
         schema = self.catalog.require(table)
         columns = schema.column_names + [n for n, _ in META_COLUMNS]
         self.storage.delete(location)  # a crashed attempt's, written in part
@@ -576,22 +727,23 @@ class Landing:
             return self.spark.read.parquet(location).withColumn("__reason", F.lit(None).cast("string"))
 
         landed = F.col("__reason").isNull()
-        written_stats = write_counted(
+        return write_counted(
             rows, write, written,
             rows=F.count(F.when(landed, 1)), max_source_ts_ms=F.max(F.when(landed, F.col("__source_ts_ms"))),
             rejected=F.count(F.when(~landed, 1)),
         )
-        rejected = written_stats.pop("rejected")
-        count = written_stats["rows"]
-        if count:
-            self.storage.write_json(folder_stats(location), {**written_stats, "landed_at": intent.landed_at},
+
+    def _commit_increment(self, table: str, intent: LandIntent, location: str, written: dict[str, int]) -> None:
+        """The increment written at `location` committed: its counts written after its rows, then registered (none
+        written: the folder goes)."""
+        if written["rows"]:
+            self.storage.write_json(folder_stats(location), {**written, "landed_at": intent.landed_at},
                                     overwrite=True)
         else:
             self.storage.delete(location)
         crashpoints.reached("increments-written")
-        if count:
+        if written["rows"]:
             self._register_increment(table, intent, location)
-        return count, rejected
 
     def _kept_increment(self, table: str, rows: DataFrame, intent: LandIntent, location: str) -> tuple[int, int]:
         """A rerun's increment that the interrupted attempt wrote whole (its counts are written after its rows): it

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from lakecompact.catalog import Catalog
-from lakecompact.landing import files
+from lakecompact.landing import decode, files
 from lakecompact.landing import land as land_module
 from lakecompact.storage import VersionedState
 from tests.support.crash import Crash, crash_once, registering
@@ -219,13 +219,14 @@ def test_a_crashed_requeue_is_finished_by_the_next_land(lake, monkeypatch, crash
 
 def test_the_database_is_made_while_the_batch_is_read_and_a_failure_there_lands_nothing(lake, monkeypatch):
     """A new process's first metastore call takes seconds: the database is made in a thread of its own while the
-    batch is planned and read. Its failure stops the run before anything is created, registered or recorded."""
+    batch is planned and read (its first lines, which say how each topic lands; the tables are made after them).
+    Its failure stops the run before anything is created, registered or recorded."""
     items, _ = topics()
     lake.write([items.event("c", {"id": 1, "name": "n1"}, 101)])
     seen = []
-    read = land_module.Landing._groups
+    read = decode.as_written_samples
 
-    def groups(frame):
+    def samples(frame):
         seen.append("batch read")
         return read(frame)
 
@@ -233,7 +234,7 @@ def test_the_database_is_made_while_the_batch_is_read_and_a_failure_there_lands_
         seen.append(f"database made in {threading.current_thread().name}")
         raise Crash("the metastore is down")
 
-    monkeypatch.setattr(land_module.Landing, "_groups", staticmethod(groups))
+    monkeypatch.setattr(decode, "as_written_samples", samples)
     with monkeypatch.context() as down:
         down.setattr(Catalog, "ensure_database", database_down)
         with pytest.raises(Crash, match="the metastore is down"):

@@ -265,15 +265,15 @@ def crash_landing_mid_batch(spark, config) -> dict:
     from lakecompact.landing import land as land_module
 
     calls = []
-    original = land_module.Landing._write_increment
+    original = land_module.Landing._commit_increment
 
-    def write_then_crash(self, table, rows, intent):
-        original(self, table, rows, intent)  # written and registered in the metastore ...
+    def write_then_crash(self, table, intent, location, written):
+        original(self, table, intent, location, written)  # written and registered in the metastore ...
         calls.append(table)
         raise Crash(f"crash after writing {table} in batch {intent.batch}")  # ... then the process dies
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(land_module.Landing, "_write_increment", write_then_crash)
+        patch.setattr(land_module.Landing, "_commit_increment", write_then_crash)
         with pytest.raises(Crash):
             land(spark, config)
     landing = land_module.Landing(spark, config)
