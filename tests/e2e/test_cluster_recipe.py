@@ -76,29 +76,6 @@ class Recipe:
         return cluster.start(self.folder, name, self.command(*args), args).finish(timeout=900)
 
 
-def lake_toml(stack, path: Path, run: str, database: str, events: Path) -> Path:
-    path.write_text(f'''\
-warehouse = "s3a://{stack.S3_BUCKET}/{run}/warehouse"
-database = "{database}"
-[metastore]
-uri = "{stack.METASTORE_URI}"
-[s3]
-endpoint = "{stack.S3_ENDPOINT}"
-region = "{stack.S3_REGION}"
-path_style_access = true
-access_key = "{stack.S3_ACCESS_KEY}"
-secret_key = "{stack.S3_SECRET_KEY}"
-[source]
-kind = "files"
-paths = ["{events}"]
-[defaults]
-buckets = 2
-[spark.conf]
-"spark.sql.shuffle.partitions" = "2"
-''')
-    return path
-
-
 @pytest.fixture(scope="module")
 def followed(st, stack, tmp_path_factory):
     """The recipe followed once: the wheel installed, then `land`, `compact` and a `sql` read of both views."""
@@ -110,7 +87,8 @@ def followed(st, stack, tmp_path_factory):
     package = Path(subprocess.run([python, "-c", "import lakecompact, os; print(os.path.dirname(lakecompact.__file__))"],
                                   cwd=folder, capture_output=True, text=True, check=True).stdout.strip())
     run, database = support.unique("recipe"), support.unique("recipe")
-    config = lake_toml(st, folder / "lake.toml", run, database, package / "demo_events" / "part-1.jsonl")
+    config = cluster.s3_lake_toml(st, folder / "lake.toml", run, database,
+                                  events=package / "demo_events" / "part-1.jsonl")
     recipe = Recipe(st, folder, python, package / "__main__.py", config)
     jobs = {}
     with cluster.metastore_reading_s3(st):

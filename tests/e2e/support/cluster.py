@@ -71,8 +71,12 @@ def thriftserver_reading_s3(stack) -> bool:
 
 
 # -- the lake's config -----------------------------------------------------------------------------------------
-def s3_lake_toml(stack, path: Path, run: str, database: str, topics: list[str]) -> Path:
-    """lake.toml of a lake on the stack's S3 (`s3a://lake/<run>/warehouse`), the stack's metastore and Kafka."""
+def s3_lake_toml(stack, path: Path, run: str, database: str, topics: list[str] | None = None,
+                 events: Path | None = None) -> Path:
+    """lake.toml of a lake on the stack's S3 (`s3a://lake/<run>/warehouse`) and the stack's metastore; its source
+    the stack's Kafka (`topics`), or the files `events`."""
+    source = (f'kind = "files"\npaths = ["{events}"]' if events is not None else
+              f'kind = "kafka"\nbootstrap_servers = "{stack.KAFKA_BOOTSTRAP}"\ntopics = {json.dumps(topics)}')
     path.write_text(f'''\
 warehouse = "s3a://{stack.S3_BUCKET}/{run}/warehouse"
 database = "{database}"
@@ -85,9 +89,7 @@ path_style_access = true
 access_key = "{stack.S3_ACCESS_KEY}"
 secret_key = "{stack.S3_SECRET_KEY}"
 [source]
-kind = "kafka"
-bootstrap_servers = "{stack.KAFKA_BOOTSTRAP}"
-topics = {json.dumps(topics)}
+{source}
 [defaults]
 buckets = 2
 [spark.conf]
