@@ -98,6 +98,23 @@ class TopicRows:
 
 
 @dataclass(frozen=True)
+class PendingIncrement:
+    """A table's increment written in one pass, committed by `commit` (in topic order, with the others)."""
+
+    table: str
+    location: str
+    commit: Callable[[], None]
+
+
+class _TableOfBothWays(Exception):
+    """Topics of one table would land both in one pass and the careful way: two increments of a batch."""
+
+    def __init__(self, tables: list[str]):
+        super().__init__(", ".join(tables))
+        self.tables = tables
+
+
+@dataclass(frozen=True)
 class OnePass:
     """One topic landed in one scan (`Landing._land_as_written`): its form, its table and increment folder, and
     how its events decode."""
@@ -210,13 +227,10 @@ class Landing:
             return []
         groups, not_events, _ = self._groups(decode.split_message(self._read(intent)))
         rows = []
-        for topic, topic_groups in _by_topic(groups):
-            table = table_for_topic(topic, self.config)
-            rows.append({
-                "topic": topic, "table": table, "new_table": self.catalog.schema(table) is None,
-                "events": sum(g.events for g in topic_groups),
-                "tombstones": sum(g.events - g.values for g in topic_groups),
-            })
+        for named, topics in _by_table(groups, self.config):
+            rows += [{"topic": topic, "table": named, "new_table": self.catalog.schema(named) is None,
+                      "events": sum(g.events for g in topic_groups),
+                      "tombstones": sum(g.events - g.values for g in topic_groups)} for topic, topic_groups in topics]
         if not_events:
             rows.append({"topic": None, "table": UNPLACED, "new_table": False, "events": not_events, "tombstones": 0})
         for row in rows:
@@ -321,6 +335,32 @@ class Landing:
         report = LandReport(batch=intent.batch)
         quarantine: list[tuple[str | None, DataFrame]] = []
         commits, rest = self._land_as_written(intent, unnumbered, known, keys, report, quarantine)
+        try:
+            self._land_rest(intent, unnumbered, split, known, report, quarantine, commits, rest)
+        except _TableOfBothWays as shared:
+            # a table takes one increment a batch: its one-pass increment (written, not committed) goes, and the
+            # whole batch lands the careful way
+            for location in commits.values():
+                self.storage.delete(location.location)
+            say(f"  {', '.join(shared.tables)}: more topics than those landed in one pass; landing the batch "
+                f"the careful way")
+            report, quarantine = LandReport(batch=intent.batch), []
+            self._land_rest(intent, unnumbered, split, known, report, quarantine, {}, None)
+        report.quarantined = self._write_quarantine(quarantine, intent.batch)
+        for table, count in sorted(report.rows_out.items()):
+            say(f"  {self.config.database}.{table}: {count} rows landed in batch {intent.batch} (hour {intent.hour})")
+        for table, count in sorted(report.quarantined.items()):
+            warn(f"{table}: {count} events quarantined in batch {intent.batch}; see: lakecompact quarantine "
+                 f"--table {table}")
+        return report
+
+    def _land_rest(self, intent: LandIntent, unnumbered: list[files.FileRange],
+                   split: Callable[[DataFrame], DataFrame], known: dict[str, str], report: LandReport,
+                   quarantine: list[tuple[str | None, DataFrame]], commits: dict[str, PendingIncrement],
+                   rest: int | None) -> None:
+        """The lines the one-pass scans left (`rest`: their count, None: not counted) landed the careful way, and
+        every increment committed, in topic order. Raises _TableOfBothWays, before any commit, when a topic left
+        maps to a table landed in one pass."""
         done = sorted(commits)
 
         def commit_before(topic: str | None) -> None:
@@ -328,7 +368,7 @@ class Landing:
             of a batch is committed in topic order, whichever way it landed, as a crash between two leaves the
             tables before it registered and those after it not."""
             for written in [t for t in sorted(commits) if topic is None or t < topic]:
-                commits.pop(written)()
+                commits.pop(written).commit()
 
         if rest != 0:
             landed = F.col("__line_reason").isNull() & F.coalesce(F.col("__kafka_topic").isin(*done), F.lit(False))
@@ -341,19 +381,12 @@ class Landing:
             read = decode.without_texts(split(rest_of(self._read(intent, unnumbered)))).persist()
             try:
                 self._land_careful(intent, read, unnumbered, lambda: split(rest_of(self._read(intent))), known,
-                                   report, quarantine, commit_before)
+                                   report, quarantine, commit_before, {c.table for c in commits.values()})
             finally:
                 read.unpersist()
         else:
             files.require_still_planned(self.storage, unnumbered)
         commit_before(None)
-        report.quarantined = self._write_quarantine(quarantine, intent.batch)
-        for table, count in sorted(report.rows_out.items()):
-            say(f"  {self.config.database}.{table}: {count} rows landed in batch {intent.batch} (hour {intent.hour})")
-        for table, count in sorted(report.quarantined.items()):
-            warn(f"{table}: {count} events quarantined in batch {intent.batch}; see: lakecompact quarantine "
-                 f"--table {table}")
-        return report
 
     def _prepare(self) -> None:
         """Before the batch's first table is decoded: the metastore ready, and hooks that failed before fired."""
@@ -367,7 +400,7 @@ class Landing:
     def _land_as_written(
         self, intent: LandIntent, unnumbered: list[files.FileRange], known: dict[str, str],
         keys: dict[str, str | None], report: LandReport, quarantine: list[tuple[str | None, DataFrame]],
-    ) -> tuple[dict[str, Callable[[], None]], int | None]:
+    ) -> tuple[dict[str, PendingIncrement], int | None]:
         """Land each topic whose first lines show its schemas in one scan of the batch (docs/design.md "Landing
         protocol"): each line read once, a value in that form parsed straight into the table's wire struct, the
         rows written, no copy of the batch kept, the counts taken from the same scan. A topic with any event in
@@ -398,7 +431,7 @@ class Landing:
             written = self._write_rows(plan.table, plan.decoded(flagged.where("__fits")), plan.location)
             scans.append((plan, written, lines.get))
         files.require_still_planned(self.storage, unnumbered)
-        commits: dict[str, Callable[[], None]] = {}
+        commits: dict[str, PendingIncrement] = {}
         rest = 0
         for plan, written, counts in scans:
             rest += counts.get("others", 0)
@@ -407,8 +440,9 @@ class Landing:
                 rest += counts["events"]
                 continue
             rejected = written.pop("rejected")
-            commits[plan.written.topic] = functools.partial(self._commit_increment, plan.table, intent,
-                                                            plan.location, written)
+            commits[plan.written.topic] = PendingIncrement(
+                plan.table, plan.location, functools.partial(self._commit_increment, plan.table, intent,
+                                                             plan.location, written))
             report.events_in += counts["events"]
             report.skipped += counts["tombstones"]  # of a topic whose deletes come as rows
             report.rows_out[plan.table] = report.rows_out.get(plan.table, 0) + written["rows"]
@@ -453,34 +487,46 @@ class Landing:
     def _land_careful(self, intent: LandIntent, read: DataFrame, unnumbered: list[files.FileRange],
                       came: Callable[[], DataFrame], known: dict[str, str], report: LandReport,
                       quarantine: list[tuple[str | None, DataFrame]],
-                      commit_before: Callable[[str], None]) -> None:
-        """Land the events of `read` (split and kept in memory) by their (topic, schema) groups into `report`;
-        what cannot land goes to `quarantine`. `came`: the same events as they came (split, texts and origins);
-        `commit_before(topic)` commits what landed in one pass before that topic's table."""
+                      commit_before: Callable[[str], None], one_pass_tables: set[str]) -> None:
+        """Land the events of `read` (split and kept in memory) by their (topic, schema) groups into `report`,
+        the topics of one table into one increment; what cannot land goes to `quarantine`. `came`: the same events
+        as they came (split, texts and origins); `commit_before(topic)` commits what landed in one pass before that
+        topic's table. A topic of one of `one_pass_tables` raises _TableOfBothWays, before anything is written."""
         as_came = functools.cache(came)  # planned (its files listed) only for what is quarantined
         groups, not_events, not_event_topics = self._groups(read)  # the pass that reads the batch into memory
         groups = [_with_schema_text(group, known) for group in groups]
+        by_table = _by_table(groups, self.config)
+        if shared := sorted(table for table, _ in by_table if table in one_pass_tables):
+            raise _TableOfBothWays(shared)
         files.require_still_planned(self.storage, unnumbered)
         self._prepare()
         report.events_in += sum(g.events for g in groups)
         is_event = F.col("__line_reason").isNull()
         batch_messages = Messages(read.where(is_event), lambda: as_came().where(is_event))
-        for topic, topic_groups in _by_topic(groups):
-            commit_before(topic)
-            landed = self._land_topic(topic, topic_groups, batch_messages, intent)
-            tombstones = sum(g.events - g.values for g in topic_groups)  # Kafka tombstones
-            if landed is None and intent.requeue is not None:  # what is not landed stays in quarantine
-                kept = _with_reason(batch_messages.as_came().where(F.col("__kafka_topic") == topic), NOT_A_ROW_EVENT)
-                quarantine.append((intent.requeue.table, kept))
-            elif landed is None:
-                report.skipped += tombstones + sum(g.values for g in topic_groups)
-            else:
-                report.skipped += 0 if landed.tombstones_kept else tombstones
-                count, rejected = self._write_increment(landed.table, landed.rows, intent)
-                report.rows_out[landed.table] = report.rows_out.get(landed.table, 0) + count
-                if rejected:
-                    quarantine.append((landed.table, _decode_rejects(landed.rows_as_came())))
-                quarantine += [(landed.table, frame) for frame in landed.rejected]
+        for table, topics in by_table:
+            commit_before(topics[0][0])
+            landed_topics = []
+            for topic, topic_groups in topics:
+                landed = self._land_topic(topic, topic_groups, batch_messages, intent)
+                tombstones = sum(g.events - g.values for g in topic_groups)  # Kafka tombstones
+                if landed is None and intent.requeue is not None:  # what is not landed stays in quarantine
+                    kept = _with_reason(batch_messages.as_came().where(F.col("__kafka_topic") == topic),
+                                        NOT_A_ROW_EVENT)
+                    quarantine.append((intent.requeue.table, kept))
+                elif landed is None:
+                    report.skipped += tombstones + sum(g.values for g in topic_groups)
+                else:
+                    report.skipped += 0 if landed.tombstones_kept else tombstones
+                    quarantine += [(table, frame) for frame in landed.rejected]
+                    landed_topics.append(landed)
+            if not landed_topics:
+                continue
+            decoded = [landed for landed in landed_topics if landed.rows is not None]
+            count, rejected = self._write_increment(table, _union([t.rows for t in decoded]) if decoded else None,
+                                                    intent)
+            report.rows_out[table] = report.rows_out.get(table, 0) + count
+            if rejected:
+                quarantine += [(table, _decode_rejects(landed.rows_as_came())) for landed in decoded]
         if not_events:
             # lines that are no event; one whose topic could be read (its bytes not UTF-8) is filed under its topic's
             # table when that table is known (created by this batch too), the others as of no table
@@ -797,12 +843,16 @@ class Landing:
         return quarantined
 
 
-def _by_topic(groups: list[Row]) -> list[tuple[str, list[Row]]]:
-    """A batch's (topic, value schema) groups, by topic, in topic order."""
+def _by_table(groups: list[Row], config: Config) -> list[tuple[str, list[tuple[str, list[Row]]]]]:
+    """A batch's (topic, value schema) groups by table, then by topic: the tables in the order of their first
+    topic, each table's topics in topic order (several topics may name one table: a sharded source)."""
     by_topic: dict[str, list[Row]] = {}
     for group in groups:
         by_topic.setdefault(group.topic, []).append(group)
-    return sorted(by_topic.items())
+    by_table: dict[str, list[tuple[str, list[Row]]]] = {}
+    for topic, topic_groups in sorted(by_topic.items()):
+        by_table.setdefault(table_for_topic(topic, config), []).append((topic, topic_groups))
+    return list(by_table.items())
 
 
 def _with_schema_text(group: Row, known: dict[str, str]) -> Row:
