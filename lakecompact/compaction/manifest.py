@@ -24,6 +24,8 @@ class Manifest:
     bucket_count: int
     consumed: tuple[tuple[str, int], ...] = ()  # (hour, batch) of the increments folded in
     stats: dict[str, Any] = field(default_factory=dict)
+    # `row_history`: each partition of `<t>_events` -> the version folder holding it (None: no history kept)
+    events: dict[int, int] | None = None
 
     @property
     def last_batch(self) -> int:
@@ -39,6 +41,7 @@ class Manifest:
             "bucket_count": self.bucket_count,
             "consumed": [list(c) for c in self.consumed],
             "stats": self.stats,
+            **({} if self.events is None else {"events": {str(p): v for p, v in sorted(self.events.items())}}),
         }
 
     @classmethod
@@ -49,6 +52,7 @@ class Manifest:
             raw["bucket_count"],
             tuple((h, int(b)) for h, b in raw["consumed"]),
             raw.get("stats", {}),
+            None if raw.get("events") is None else {int(p): v for p, v in raw["events"].items()},
         )
 
 
