@@ -59,8 +59,7 @@ def replay(events: Iterable[dict], key: str = "id") -> dict[Any, KeyState]:
     for k, history in by_key.items():
         state = KeyState()
         # a truncate sorts before the events at its own position
-        for event in sorted(history + truncates, key=lambda e: (e["position"], -1 if e["op"] == "t" else OP_RANK[e["op"]])
-                            + order_key(e)[2:]):
+        for event in sorted(history + truncates, key=lambda e: (e["position"], OP_RANK.get(e["op"], -1), e["arrival"])):
             if event["op"] == "t":
                 state = KeyState(deleted=True)
                 continue
