@@ -15,7 +15,7 @@ from lakecompact.compaction.manifest import Manifests
 from lakecompact.config import Config
 from lakecompact.errors import LakecompactError, LakeFormatTooNew, UnknownTable
 from lakecompact.identifiers import column_list, qualified
-from lakecompact.naming import base_table, changes_table, increments_table
+from lakecompact.naming import base_table, changes_table, events_table, increments_table
 from lakecompact.schema.model import (
     BASE_EXTRA,
     BASE_PARTITION,
@@ -88,6 +88,14 @@ class TablePaths:
 
     def changes_staging(self, version: int) -> str:
         return f"{self.changes_staging_root}/v={version}"
+
+    @property
+    def events_root(self) -> str:
+        """`row_history`: the events compactions folded in, one folder per version that wrote some."""
+        return f"{self.root}/events"
+
+    def events(self, version: int) -> str:
+        return f"{self.events_root}/v={version}"
 
     @property
     def quarantine(self) -> str:
@@ -269,6 +277,8 @@ class Catalog:
             self.spark.sql(statement)
             if template == view_definition.TEMPLATE:
                 view_definition.record_view(self, schema.table, statement)
+        if self.config.table(schema.table).row_history:
+            view_definition.create_view(self, schema)  # and `<t>_history` with it
         # before the schema, which makes the table exist for every reader
         self.storage.write_json(self.paths(schema.table).lake_format, {"format": LAKE_FORMAT}, overwrite=True)
         self.save_schema(schema)
@@ -283,7 +293,7 @@ class Catalog:
         session_catalog = self._session_catalog()
         struct_type = jvm_class(self.spark, "org.apache.spark.sql.types.StructType")
         types = dict(schema.columns)
-        for table in (base_table(schema.table), increments_table(schema.table)):
+        for table in self._row_tables(schema.table):
             identifier = self._identifier(table)
             current = session_catalog.getTableMetadata(identifier)
             # keep the metastore's column order (ADD COLUMNS appends after the meta columns): Hive checks
@@ -311,8 +321,14 @@ class Catalog:
         published = published_feed_versions(self.storage.list_names(paths.changes_root), max(committed, default=0))
         self.add_partitions(table, [([(CHANGE_PARTITION[0], v)], paths.changes(v)) for v in published])
 
+    def _row_tables(self, table: str) -> list[str]:
+        """The tables that hold the table's rows as columns: base, increments, and `<t>_events` once made."""
+        events = events_table(table)
+        kept = [events] if self.spark.catalog.tableExists(qualified(self.database, events)) else []
+        return [base_table(table), increments_table(table), *kept]
+
     def add_columns(self, schema: TableSchema, added: list[tuple[str, str]]) -> None:
-        for table in (base_table(schema.table), increments_table(schema.table)):
+        for table in self._row_tables(schema.table):
             self.run("add_columns.sql.j2", table=table, columns=added)
             self.set_properties(table, self._schema_properties(schema))
         self.create_changes_table(schema)

@@ -157,7 +157,11 @@ def _history(args, context: Context) -> None:
 def _sql(args, context: Context) -> None:
     from lakecompact.views.read import run_sql
 
-    run_sql(context.spark, context.config, args.query, fmt=args.format)
+    if args.as_of is not None:
+        from lakecompact.views.as_of import moment_of
+
+        moment_of(args.as_of)  # a moment that is none: one line before a JVM starts
+    run_sql(context.spark, context.config, args.query, fmt=args.format, as_of=args.as_of)
 
 
 def _status(args, context: Context) -> None:
@@ -308,6 +312,9 @@ def _sql_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=SQL_FORMATS, default="json",
                         help="json (default): one JSON object per row, a null value printed as null; table: aligned "
                              "columns; csv: a header line, then the rows (an empty field is null, \"\" an empty string)")
+    parser.add_argument("--as-of", metavar="MOMENT",
+                        help="read every table of the query as the source held it at MOMENT (UTC, \"2026-06-30 "
+                             "23:59:59\"), from its row history (row_history = true)")
 
 
 def _status_arguments(parser: argparse.ArgumentParser) -> None:

@@ -263,6 +263,10 @@ class TableConfig:
     hooks: tuple[HookConfig, ...] = ()
     topic: str | None = None
     source_table: str | None = None  # `verify`: the table in the source database (default: from the topic)
+    # `<t>_history`: every version of every key by source time (docs/design.md "Row history"); not
+    # `lakecompact history`, which lists the base versions compactions wrote
+    row_history: bool = False
+    row_history_days: float = 0.0  # versions that ended this long before the latest source time are dropped; 0: kept
 
     def validate(self, where: str) -> None:
         """The rules this section's values meet, each named by where it is set (`where`, e.g. "tables.orders")."""
@@ -277,6 +281,10 @@ class TableConfig:
             _require(bool(_IDENTIFIER.match(column)), f"{at}key", "a list of column names", list(self.key or ()))
         _require(self.source_table is None or bool(_SOURCE_TABLE.match(self.source_table)), f"{at}source_table",
                  "a table name of the source database, as schema.table or table", self.source_table)
+        _require(_is_number(self.row_history_days) and self.row_history_days >= 0, f"{at}row_history_days",
+                 "a number of days >= 0 (0: every version kept)", self.row_history_days)
+        _require(not (self.row_history and self.key == ()), f"{at}row_history",
+                 "false for a table without a key (append-only: every event is a row, there are no versions)", True)
 
 
 @dataclass(frozen=True)

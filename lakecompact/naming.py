@@ -48,3 +48,14 @@ def changes_table(table: str) -> str:
 def verify_table(table: str) -> str:
     """What each `verify` of `table` found different from its source table, with the run's time."""
     return f"{table}_verify"
+
+
+def events_table(table: str) -> str:
+    """Every event compactions folded into `table`'s base, kept for its row history (`row_history`)."""
+    return f"{table}_events"
+
+
+def history_table(table: str) -> str:
+    """The view of every version of every key of `table` by source time (`row_history`); not to be confused with
+    `lakecompact history`, which lists the base versions compactions wrote."""
+    return f"{table}_history"

@@ -42,8 +42,8 @@ from lakecompact.compaction.rollback import roll_back, roll_back_one
 from lakecompact.compaction.spread import bucket_spread
 from lakecompact.config import Config
 from lakecompact.errors import LockHeld, MissingIncrement
-from lakecompact.identifiers import column_list
-from lakecompact.naming import base_table, changes_table, increments_table
+from lakecompact.identifiers import column_list, qualified
+from lakecompact.naming import base_table, changes_table, events_table, increments_table
 from lakecompact.report import say, seconds_since, warn
 from lakecompact.schema.model import (
     BASE_EXTRA,
@@ -55,6 +55,7 @@ from lakecompact.schema.model import (
 from lakecompact.semantics import semantics_context
 from lakecompact.spark import write_counted
 from lakecompact.storage import exclusive_lock, is_object_store
+from lakecompact.views import row_history
 from lakecompact.views.definition import refresh_view_as_saved
 
 __all__ = ["VERSION_PROPERTY", "CompactReport", "Compactor", "compact", "rollback"]
@@ -129,6 +130,7 @@ class Compactor:
         self.base_table = base_table(table)
         self.increments_table = increments_table(table)
         self.changes_table = changes_table(table)
+        self.events_table = events_table(table)
 
     def lock(self):
         return exclusive_lock(self.storage, self.paths.compaction_lock, f"table {self.table} is being compacted",
@@ -172,6 +174,9 @@ class Compactor:
             # a land (under its own lock) may have added columns since this compactor started: it saves the
             # schema before it registers a batch, so the schema read after the listing has every pending column
             self.schema = self.catalog.require(self.table)
+            if self.settings.row_history:
+                row_history.require_keyed(self.schema)
+                refresh_view_as_saved(self.catalog, self.table)  # `<t>_events` and `<t>_history`, when new
             version = self.manifests.next_version(current)
             increments = self._read_increments(pending)
             report = self._write_version(current, version, increments, pending, started)
@@ -448,6 +453,7 @@ class Compactor:
                 self.spark.read.schema(self._base_schema()).parquet(self.paths.base_version(version)))
             self._write_changes(version, before=base, after=after, increments=increments, touched=touched,
                                 truncated=plan.truncated, events=plan.events_in, resolved=resolved)
+            events = self._write_events(current, version, increments, plan)
         finally:
             for kept in (shadowed if plan.deltas else None, touched, resolved):
                 if kept is not None:
@@ -473,6 +479,7 @@ class Compactor:
                 **_row_counts(current, buckets, written, newly_shadowed),
             },
             current.version,
+            events,
         ))
         crashpoints.reached("manifest")
         data_buckets = [b for b in buckets if is_data(b)]
@@ -498,6 +505,39 @@ class Compactor:
             files=max(1, -(-events // FEED_EVENTS_PER_FILE)), resolved=resolved,
         )
         frame.write.parquet(staging)
+
+    def _write_events(self, current: Manifest, version: int, increments: DataFrame, plan: VersionPlan) -> dict[int, int] | None:
+        """`row_history`: the version's events, written before its manifest to `events/v=N+1` (a half-written
+        attempt's folder deleted first), and the `<t>_events` partitions the manifest names (None: history off).
+        The first version that keeps history starts it from base N's rows (each a version from its own change's
+        time: bucket and delta rows alike, the older is ended by the newer); `row_history_days` rewrites the kept
+        events into this version's folder alone, without the versions that ended before the cutoff."""
+        if not self.settings.row_history:
+            return None
+        location = self.paths.events(version)
+        self.storage.delete(location)
+        names = [name for name, _ in row_history.event_columns(self.schema)]
+        kept = current.events or {}
+        if current.events is None and current.buckets:
+            seed = self._read_partitions(current, sorted(current.buckets))
+            increments = increments.unionByName(seed.select(*names))
+        cutoff = row_history.retention_cutoff_ms(self.settings.row_history_days, plan.max_source_ts_ms)
+        if cutoff is None:
+            increments.select(*names).write.parquet(location)
+            return {**kept, version: version}
+        before = self._read_events(kept)
+        query = sql.render_checked(row_history.QUERY, **row_history.history_context(
+            self.schema, events="{events}", increments=None, store=True, cutoff_ms=cutoff))
+        self.spark.sql(query, events=before.unionByName(increments.select(*names))).write.parquet(location)
+        return {version: version}
+
+    def _read_events(self, partitions: dict[int, int]) -> DataFrame:
+        """The kept events of `<t>_events`' partitions (partition -> version folder)."""
+        schema = StructType.fromDDL(column_list(row_history.event_columns(self.schema)))
+        folders = [self.paths.events(v) for v in sorted(set(partitions.values()))]
+        if not folders:
+            return self.spark.createDataFrame([], schema)
+        return self.spark.read.schema(schema).parquet(*folders)
 
     def _feed_staging(self, version: int) -> str:
         """Where a version's feed is written: beside the feed, to appear in it whole by one folder rename for the
@@ -528,6 +568,9 @@ class Compactor:
         if any(is_delta(b) for b in manifest.buckets):
             # a view made before deltas existed would read them as rows
             refresh_view_as_saved(self.catalog, self.table)
+        if manifest.events is not None or (self.settings.row_history and self.catalog.spark.catalog.tableExists(
+                qualified(self.config.database, self.events_table))):
+            swap.point_events_at(self.catalog, self.events_table, self.paths, manifest)
         swap.point_base_at(self.catalog, self.base_table, self.paths, manifest, pointed_at)
 
     def _archive(self, consumed: tuple[tuple[str, int], ...]) -> None:
@@ -536,6 +579,7 @@ class Compactor:
     def _collect_garbage(self, current: Manifest) -> None:
         garbage.collect_garbage(self.catalog, self.paths, self.manifests, self.changes_table,
                                 self.settings.keep_versions, current)
+        garbage.collect_events(self.storage, self.paths, self.manifests, current)
 
     def rollback(self) -> int:
         """Back one version (rollback.py); the version now."""

@@ -36,6 +36,15 @@ def collect_garbage(
             storage.delete(f"{folder}/{bucket_dir}")
 
 
+def collect_events(storage, paths: TablePaths, manifests: Manifests, current: Manifest) -> None:
+    """`row_history`: event folders no kept manifest names go (a retention's rewrite replaced them, or a crashed
+    run wrote them above the current version)."""
+    referenced = {v for m in (manifests.read(k) for k in manifests.versions()) for v in (m.events or {}).values()}
+    for name in storage.list_names(paths.events_root):
+        if name.startswith("v=") and int(name[2:]) not in referenced | {current.version}:
+            storage.delete(paths.events(int(name[2:])))
+
+
 def collect_changes(catalog: Catalog, paths: TablePaths, changes_table: str, kept: set[int]) -> None:
     """The feed keeps the versions the base keeps (docs/change-feed.md "How long versions stay")."""
     storage = catalog.storage

@@ -25,6 +25,8 @@ class Manifest:
     consumed: tuple[tuple[str, int], ...] = ()  # (hour, batch) of the increments folded in
     stats: dict[str, Any] = field(default_factory=dict)
     previous: int = 0  # the version it was compacted from, which a rollback returns to
+    # `row_history`: each partition of `<t>_events` -> the version folder holding it (None: no history kept)
+    events: dict[int, int] | None = None
 
     @property
     def last_batch(self) -> int:
@@ -41,6 +43,7 @@ class Manifest:
             "bucket_count": self.bucket_count,
             "consumed": [list(c) for c in self.consumed],
             "stats": self.stats,
+            **({} if self.events is None else {"events": {str(p): v for p, v in sorted(self.events.items())}}),
         }
 
     @classmethod
@@ -52,6 +55,7 @@ class Manifest:
             tuple((h, int(b)) for h, b in raw["consumed"]),
             raw.get("stats", {}),
             raw.get("previous", raw["version"] - 1),  # written before it was recorded: the numbers had no gaps then
+            None if raw.get("events") is None else {int(p): v for p, v in raw["events"].items()},
         )
 
 

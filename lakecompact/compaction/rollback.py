@@ -46,6 +46,7 @@ def roll_back_one(compactor: Compactor) -> int:
         storage.delete(paths.changes(current.version))
         catalog.drop_partitions(compactor.changes_table, [[(CHANGE_PARTITION[0], current.version)]])
         storage.delete(paths.base_version(current.version))
+        storage.delete(paths.events(current.version))
     say(
         f"rollback {compactor.table}: base v{current.version} -> v{previous.version}; {len(restored)} batch(es) "
         f"pending again, in {seconds_since(started)}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from lakecompact.catalog import VERSION_PROPERTY, Catalog, TablePaths
 from lakecompact.compaction.manifest import Manifest
+from lakecompact.views.row_history import EVENTS_PARTITION
 
 
 def point_base_at(
@@ -20,16 +21,30 @@ def point_base_at(
         existing = set(pointed_at.buckets)
     else:
         existing = {int(p["__bucket"]) for p in catalog.partitions(base_table)}
-    wanted = manifest.buckets
-    new = [([("__bucket", b)], paths.base_bucket(v, b)) for b, v in sorted(wanted.items()) if b not in existing]
-    catalog.add_partitions(base_table, new)
     unchanged = pointed_at.buckets if pointed_at is not None else {}
-    moved = [
-        ([("__bucket", b)], paths.base_bucket(v, b))
-        for b, v in sorted(wanted.items()) if b in existing and unchanged.get(b) != v
-    ]
-    catalog.set_partition_locations(base_table, moved)
-    gone = [[("__bucket", b)] for b in sorted(existing - set(wanted))]
-    catalog.drop_partitions(base_table, gone)
+    _repoint(catalog, base_table, "__bucket", existing,
+             {b: paths.base_bucket(v, b) for b, v in manifest.buckets.items()},
+             {b: paths.base_bucket(v, b) for b, v in unchanged.items()})
     catalog.set_properties(base_table, {VERSION_PROPERTY: str(manifest.version)})
     catalog.refresh(base_table)
+
+
+def point_events_at(catalog: Catalog, events_table: str, paths: TablePaths, manifest: Manifest) -> None:
+    """`row_history`: the `<t>_events` partitions name the manifest's event folders (none: no history kept). Before
+    the base's swap, so that a crash between the two is finished by the base's recovery, which does both."""
+    existing = {int(p[EVENTS_PARTITION[0]]) for p in catalog.partitions(events_table)}
+    _repoint(catalog, events_table, EVENTS_PARTITION[0], existing,
+             {p: paths.events(v) for p, v in (manifest.events or {}).items()}, {})
+    catalog.refresh(events_table)
+
+
+def _repoint(catalog: Catalog, table: str, column: str, existing: set[int], wanted: dict[int, str],
+             unchanged: dict[int, str]) -> None:
+    """Partitions `wanted` (number -> folder) added, moved or kept as they are (`unchanged`: where they are known to
+    point already), and the others of `existing` dropped."""
+    new = [([(column, n)], location) for n, location in sorted(wanted.items()) if n not in existing]
+    catalog.add_partitions(table, new)
+    moved = [([(column, n)], location) for n, location in sorted(wanted.items())
+             if n in existing and unchanged.get(n) != location]
+    catalog.set_partition_locations(table, moved)
+    catalog.drop_partitions(table, [[(column, n)] for n in sorted(existing - set(wanted))])

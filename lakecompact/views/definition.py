@@ -10,6 +10,7 @@ from lakecompact.identifiers import qualified
 from lakecompact.naming import base_table, increments_table
 from lakecompact.schema.model import TableSchema
 from lakecompact.semantics import semantics_context
+from lakecompact.views import row_history
 
 if TYPE_CHECKING:
     from lakecompact.catalog import Catalog
@@ -36,12 +37,26 @@ def view_statement(catalog: Catalog, schema: TableSchema) -> str:
     return sql.render(TEMPLATE, database=catalog.database, **view_context(schema, catalog.database))
 
 
-def create_view(catalog: Catalog, schema: TableSchema, statement: str | None = None) -> None:
+def view_statements(catalog: Catalog, schema: TableSchema) -> list[tuple[str, str]]:
+    """(template, SQL) of the view, and with `row_history` of `<t>_events` (if not there) and `<t>_history`."""
+    statements = [(TEMPLATE, view_statement(catalog, schema))]
+    if catalog.config.table(schema.table).row_history:
+        statements += row_history.history_statements(catalog, schema)
+    return statements
+
+
+def create_view(catalog: Catalog, schema: TableSchema, statements: list[tuple[str, str]] | None = None) -> None:
     """Create or replace the view (after the table's schema changed, its SQL follows the columns)."""
-    statement = statement or view_statement(catalog, schema)
-    sql.parse_check(statement, TEMPLATE)
-    catalog.spark.sql(statement)
-    record_view(catalog, schema.table, statement)
+    statements = statements or view_statements(catalog, schema)
+    for template, statement in statements:
+        sql.parse_check(statement, template)
+        catalog.spark.sql(statement)
+    record_view(catalog, schema.table, _joined(statements))
+
+
+def _joined(statements: list[tuple[str, str]]) -> str:
+    """What view.json's digest is of: the view's SQL alone for a table without history, as it always was."""
+    return ";\n".join(statement for _, statement in statements)
 
 
 def _record_path(catalog: Catalog, table: str) -> str:
@@ -63,10 +78,10 @@ def refresh_view(catalog: Catalog, schema: TableSchema) -> bool:
     only with its table's next schema change). True when it did."""
     path = _record_path(catalog, schema.table)
     recorded = catalog.storage.read_json(path)["sha256"] if catalog.storage.exists(path) else None
-    statement = view_statement(catalog, schema)
-    if recorded == _digest(statement):
+    statements = view_statements(catalog, schema)
+    if recorded == _digest(_joined(statements)):
         return False
-    create_view(catalog, schema, statement)
+    create_view(catalog, schema, statements)
     return True
 
 

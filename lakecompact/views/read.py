@@ -15,17 +15,22 @@ from lakecompact.config import Config
 from lakecompact.errors import LakecompactError, QueryError
 from lakecompact.naming import changes_table
 from lakecompact.report import say
+from lakecompact.views.as_of import as_of_query, moment_of
 
 # RFC 4180, as `sql --format csv` promises: a quote doubled, an empty string quoted (""), a null empty, spaces kept
 CSV_OPTIONS = {"escape": '"', "ignoreLeadingWhiteSpace": "false", "ignoreTrailingWhiteSpace": "false"}
 
-def run_sql(spark: SparkSession, config: Config, query: str, out=sys.stdout, fmt: str = "json") -> int:
+def run_sql(spark: SparkSession, config: Config, query: str, out=sys.stdout, fmt: str = "json", as_of: str | None = None) -> int:
     """Print the rows: `json`, one JSON object per row as `DataFrame.toJSON()` writes it but for timestamps (to the
     microsecond) and nulls (printed, not left out: a reader tells a null from a column not selected); `table`,
     aligned columns (`null` for a null); `csv`, a header line, then the rows (an empty field is a null, `""` an
-    empty string)."""
+    empty string). `as_of`: every table the query reads, read as of that moment from its row history (as_of.py)."""
     from pyspark.errors import AnalysisException
 
+    if as_of is not None:
+        catalog = Catalog(spark, config)
+        history = {t for t in catalog.tables() if config.table(t).row_history}
+        query = as_of_query(query, moment_of(as_of), config.database, history)
     if spark.catalog.databaseExists(config.database):
         sql.run(spark, "use_database.sql.j2", database=config.database)
     try:

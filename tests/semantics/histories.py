@@ -40,6 +40,8 @@ class Change:
     ts_ms: int
 
     def __repr__(self) -> str:
+        if self.op == "t":
+            return f"t(lsn={self.position} ts={self.ts_ms - TS0})"
         values = "" if self.op == "d" else f" note={self.row['note']!r} qty={self.row['qty']!r}"
         return f"{self.op}(id={self.id} lsn={self.position} ts={self.ts_ms - TS0}{values})"
 
@@ -95,8 +97,12 @@ NOTE_KINDS = ["new", "new", "same", "toast", "toast", "toast", "null"]
 ACTIONS = ["write", "write", "write", "delete"]
 
 
-def source_history(draw, ids: list[int]) -> list[Change]:
-    """What the database does, in LSN order, as a PostgreSQL connector reports it."""
+TRUNCATED = 0  # the id of a truncate's Change: it has no key
+
+
+def source_history(draw, ids: list[int], truncates: bool = False) -> list[Change]:
+    """What the database does, in LSN order, as a PostgreSQL connector reports it; `truncates`: up to two
+    truncates of the table among the changes."""
     live: dict[int, dict] = {}  # the source table: id -> {note, qty}
     changes: list[Change] = []
     position, ts, serial = 90, TS0, itertools.count(1)
@@ -126,9 +132,15 @@ def source_history(draw, ids: list[int]) -> list[Change]:
         label="steps",
     )
     resnapshot_at = draw(st.one_of(st.none(), st.integers(0, len(steps) - 1)), label="re-snapshot")
+    truncate_at = set(draw(st.lists(st.integers(0, len(steps) - 1), max_size=2), label="truncates")) if truncates else set()
     for n, (k, action, note_kind, new_transaction) in enumerate(steps):
         if n == resnapshot_at and live:
             snapshot()
+        if n in truncate_at:
+            ts += 1000
+            changes.append(Change("t", TRUNCATED, {}, position, ts))
+            live.clear()
+            position += 3
         if new_transaction:
             ts += 1000
         if action == "delete" and k in live:
@@ -154,17 +166,17 @@ def source_history(draw, ids: list[int]) -> list[Change]:
 
 
 @st.composite
-def scenarios(draw, batches: tuple[int, int] = (2, 3)) -> Scenario:
-    """`batches`: the fewest and most landing batches."""
+def scenarios(draw, batches: tuple[int, int] = (2, 3), truncates: bool = False) -> Scenario:
+    """`batches`: the fewest and most landing batches; `truncates`: source_history's."""
     # many keys per example: each Spark round is slow, and keys are independent histories
     ids = list(range(1, draw(st.integers(8, 16), label="keys") + 1))
-    changes = source_history(draw, ids)
+    changes = source_history(draw, ids, truncates)
     n_batches = draw(st.integers(*batches), label="batches")
 
     # each key's changes, in source order, spread over the batches at the key's own pace
     parts: list[list[tuple[Change, bool, bool]]] = [[] for _ in range(n_batches)]  # (change, dup, same offset)
     batch_of: dict[int, int] = {}
-    for k in ids:
+    for k in ids + ([TRUNCATED] if truncates else []):
         b = draw(st.integers(0, n_batches - 1))
         for c in changes:
             if c.id == k:
@@ -233,7 +245,7 @@ def model_events(deliveries: list[Delivery]) -> list[dict]:
     """The delivered events (Kafka tombstones skipped) as the reference model takes them, in arrival order."""
     return [
         {"op": d.change.op, "id": d.change.id, "row": dict(d.change.row), "position": d.change.position,
-         "arrival": n}
+         "arrival": n, "ts": d.change.ts_ms}
         for n, d in enumerate(deliveries)
         if not d.tombstone
     ]

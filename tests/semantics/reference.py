@@ -16,7 +16,11 @@ The rules, per key:
 - d makes the key deleted; the deleted row keeps the last values known for the key (the delete's
   before image is partial), or the before image when nothing else is known;
 - an older event that sorts before a delete never resurrects the key, whenever it arrives;
-- exact duplicates apply twice at the same place in the order, which changes nothing.
+- exact duplicates apply twice at the same place in the order, which changes nothing;
+- a truncate {"op": "t", "position": ...} (no key) deletes every key whose events sort before it (an event at its
+  own position comes after it), and no value from before it fills a placeholder after it.
+Row history: events carry their source time "ts" (ms); the table as of a moment T is the state after every event
+with ts <= T (`expected_as_of`).
 """
 
 from __future__ import annotations
@@ -43,14 +47,22 @@ class KeyState:
 def replay(events: Iterable[dict], key: str = "id") -> dict[Any, KeyState]:
     """The state of every key that has at least one event: live or deleted, with its row."""
     by_key: dict[Any, list[dict]] = {}
+    truncates = []
     for event in events:
+        if event["op"] == "t":
+            truncates.append(event)
+            continue
         if event["op"] not in OP_RANK:
-            raise ValueError(f"reference model handles ops c, r, u, d only, not {event['op']!r}")
+            raise ValueError(f"reference model handles ops c, r, u, d and t only, not {event['op']!r}")
         by_key.setdefault(event[key], []).append(event)
     states = {}
     for k, history in by_key.items():
         state = KeyState()
-        for event in sorted(history, key=order_key):
+        # a truncate sorts before the events at its own position
+        for event in sorted(history + truncates, key=lambda e: (e["position"], OP_RANK.get(e["op"], -1), e["arrival"])):
+            if event["op"] == "t":
+                state = KeyState(deleted=True)
+                continue
             image = {key: k, **event["row"]}
             if event["op"] == "d":
                 state.deleted = True
@@ -74,3 +86,8 @@ def expected_view(events: Iterable[dict], key: str = "id") -> dict[Any, dict]:
 def expected_base(events: Iterable[dict], key: str = "id") -> dict[Any, tuple[bool, dict]]:
     """{key: (deleted, row)} of every key seen, tombstones included: what the compacted base must hold."""
     return {k: (s.deleted, dict(s.row)) for k, s in replay(events, key).items()}
+
+
+def expected_as_of(events: Iterable[dict], moment: int, key: str = "id") -> dict[Any, dict]:
+    """{key: row} of the keys live as of source time `moment` (ms): the view of the events with ts <= moment."""
+    return expected_view([e for e in events if e["ts"] <= moment], key)

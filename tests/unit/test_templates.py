@@ -23,6 +23,7 @@ from lakecompact.compaction.changes import _compares_as_value
 from lakecompact.compaction.spread import bucket_spread
 from lakecompact.schema.model import DELTA_BUCKETS_FROM, META_COLUMNS
 from lakecompact.semantics import semantics_context
+from lakecompact.views.row_history import history_context
 from tests.support.schemas import KEYLESS, SCHEMA
 
 LOCATION = "file:/lake/db/orders/base"
@@ -58,6 +59,7 @@ def contexts() -> dict[str, dict]:
         "change_net.sql.j2": {"before": "b", "after": "a", "key": ["id"], "columns": SCHEMA.column_names},
         "change_events.sql.j2": {**semantics, "live_only": False, "repaired": "r"},
         "late_events.sql.j2": {"base": "b", "increments": "i", "key": ["id"]},
+        "history_rows.sql.j2": history_context(SCHEMA, events="`db`.`orders_events`", increments="`db`.`orders_increments`"),
         "drop_table.sql.j2": {"database": "db", "table": "orders_changes"},
         "use_database.sql.j2": {"database": "db"},
         "verify_rows.sql.j2": {"rows": "r", "key": ["id"], "bucket_count": 256,
@@ -269,3 +271,11 @@ def test_the_net_feed_from_resolved_rows_pairs_nothing(dialect):
     assert list(parsed.find_all(exp.Join)) == []
     assert sorted({table.name for table in parsed.find_all(exp.Table)} - {"paired"}) == ["r"]
     assert "a.__before.i" in rendered and "coalesce(a.__position, a.__before.p)" in rendered
+
+
+@pytest.mark.parametrize("dialect", ["spark", "hive"])
+def test_the_history_store_under_retention_parses(dialect):
+    context = {**contexts()["history_rows.sql.j2"], "increments": None, "store": True, "cutoff_ms": 1_700_000_000_000}
+    rendered = sql.render("history_rows.sql.j2", **context)
+    assert sqlglot.parse_one(rendered, read=dialect) is not None
+    assert "__end.s < 1700000000000" in rendered and "FROM `db`.`orders_increments`" not in rendered

@@ -1,0 +1,148 @@
+"""Row history (docs/design.md "Row history"): `<t>_history` follows the reference model in time.
+
+For random PostgreSQL-like histories (tests/semantics/histories.py, with truncates: late, duplicate and TOAST
+events, re-inserts, snapshots, compactions at random points), after every land and every compaction:
+- the current versions (`__valid_to IS NULL`) equal the view, and the reference model;
+- for every moment T at which the source changed (and just before each), the rows of the history live at T
+  (`__valid_from <= T AND (__valid_to IS NULL OR T < __valid_to)`) equal the model's table as of T, the
+  state after every change with a source time <= T; for a few of those moments the query that
+  `sql --as-of` rewrites (views/as_of.py) is run by Spark itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+
+from lakecompact.views.as_of import as_of_query, moment_of
+from tests.semantics.histories import (
+    COLUMNS,
+    TABLE,
+    TOPIC_NAME,
+    actual_view,
+    data,
+    model_events,
+    property_settings,
+    same,
+    scenarios,
+)
+from tests.semantics.reference import expected_as_of, expected_view
+from tests.support.databases import database_name
+from tests.support.debezium import PLACEHOLDER, Topic
+from tests.support.lake import Lake
+
+_examples = itertools.count()
+SPARK_MOMENTS = 3  # as-of queries run by Spark per check; every moment is checked against the fetched history
+
+pytestmark = pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
+
+
+def history(lake: Lake) -> list[dict]:
+    for table in (f"{TABLE}_events", f"{TABLE}_increments"):
+        lake.spark.catalog.refreshTable(f"`{lake.database}`.`{table}`")
+    return lake.rows(f"SELECT *, unix_millis(__valid_from) AS __from_ms, unix_millis(__valid_to) AS __to_ms "
+                     f"FROM `{lake.database}`.`{TABLE}_history`")
+
+
+def live_at(rows: list[dict], moment: int) -> dict:
+    live = [r for r in rows if r["__from_ms"] <= moment and (r.get("__to_ms") is None or moment < r["__to_ms"])]
+    ids = [r["id"] for r in live]
+    assert len(ids) == len(set(ids)), f"two versions of a key live at {moment}: {sorted(ids)}"
+    return {r["id"]: data(r) for r in live}
+
+
+def as_of_sql(lake: Lake, moment: int) -> dict:
+    text = datetime.fromtimestamp(moment / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    query = as_of_query(f"SELECT id, note, qty FROM {TABLE}", moment_of(text), lake.database, {TABLE})
+    lake.spark.sql(f"USE `{lake.database}`")
+    return {r["id"]: data(r) for r in lake.rows(query)}
+
+
+def check(lake: Lake, events: list[dict], where: str) -> None:
+    rows = history(lake)
+    current = {r["id"]: data(r) for r in rows if r.get("__valid_to") is None}
+    same(current, expected_view(events), f"{where}: current versions against the model")
+    same(current, actual_view(lake), f"{where}: current versions against the view")
+    times = sorted({e["ts"] for e in events})
+    moments = sorted({t for ts in times for t in (ts - 1, ts)})
+    for moment in moments:
+        same(live_at(rows, moment), expected_as_of(events, moment), f"{where}: as of {moment}")
+    for moment in moments[:: max(1, len(moments) // SPARK_MOMENTS)][:SPARK_MOMENTS]:
+        same(as_of_sql(lake, moment), expected_as_of(events, moment), f"{where}: sql --as-of {moment}")
+
+
+@property_settings(4)
+@given(scenario=scenarios(truncates=True))
+def test_history_follows_the_reference_model_in_time(spark, tmp_path_factory, scenario):
+    lake = Lake(spark, tmp_path_factory.mktemp(f"history{next(_examples)}"), database_name(),
+                defaults={"row_history": True})
+    landed = []
+    for n, batch in enumerate(scenario.batches):
+        lake.write([d.line() for d in batch.deliveries], name=batch.file)
+        lake.land()
+        landed += batch.deliveries
+        events = model_events(landed)
+        check(lake, events, f"after landing batch {n}")
+        if batch.compact_after:
+            lake.compact()
+            check(lake, events, f"after compacting batch {n}")
+
+
+def _topic() -> Topic:
+    return Topic(TOPIC_NAME, COLUMNS, ["id"])
+
+
+def test_a_late_event_is_spliced_in_after_a_compaction_and_the_placeholder_after_it_takes_its_value(lake):
+    lake.configure(defaults={"buckets": 4, "row_history": True})
+    t, ts = _topic(), 1_700_000_000_000
+    lake.write([t.event("c", {"id": 1, "note": "a", "qty": 1}, 100, ts_ms=ts),
+                t.event("u", {"id": 1, "note": PLACEHOLDER, "qty": 3}, 300, ts_ms=ts + 3000)])
+    lake.land()
+    lake.compact()
+    lake.write([t.event("u", {"id": 1, "note": "b", "qty": 2}, 200, ts_ms=ts + 2000)])  # late
+    lake.land()
+    expected = [("a", 1, ts, ts + 2000), ("b", 2, ts + 2000, ts + 3000), ("b", 3, ts + 3000, None)]
+    for when in ("landed", "compacted"):
+        rows = sorted(history(lake), key=lambda r: r["__from_ms"])
+        assert [(r["note"], r["qty"], r["__from_ms"], r.get("__to_ms")) for r in rows] == expected, when
+        assert [r["__op"] for r in rows] == ["c", "u", "u"] and [r["__position"] for r in rows] == [100, 200, 300]
+        lake.compact()
+
+
+def test_retention_drops_versions_that_ended_before_it_and_keeps_the_current_values(lake):
+    day = 86_400_000
+    lake.configure(defaults={"buckets": 4, "row_history": True, "row_history_days": 1})
+    t, ts = _topic(), 1_700_000_000_000
+    lake.write([t.event("c", {"id": 1, "note": "a", "qty": 1}, 100, ts_ms=ts),
+                t.event("u", {"id": 1, "note": "b", "qty": 2}, 200, ts_ms=ts + day // 2),
+                t.event("u", {"id": 1, "note": PLACEHOLDER, "qty": 3}, 300, ts_ms=ts + day),
+                t.event("c", {"id": 2, "note": "z", "qty": 9}, 400, ts_ms=ts + 3 * day)])
+    lake.land()
+    assert len(history(lake)) == 4
+    lake.compact()
+    rows = sorted(history(lake), key=lambda r: r["__from_ms"])
+    # the cutoff is a day before the latest change (ts + 3 days): key 1's first two versions ended before it
+    assert [(r["id"], r["note"], r["qty"]) for r in rows] == [(1, "b", 3), (2, "z", 9)]
+    assert {r["id"]: data(r) for r in rows} == lake.state(TABLE)
+
+
+def test_turning_history_on_starts_it_from_the_current_rows(lake):
+    t, ts = _topic(), 1_700_000_000_000
+    lake.write([t.event("c", {"id": 1, "note": "a", "qty": 1}, 100, ts_ms=ts),
+                t.event("u", {"id": 1, "note": "b", "qty": 2}, 200, ts_ms=ts + 1000),
+                t.event("c", {"id": 2, "note": "z", "qty": 9}, 300, ts_ms=ts + 2000)])
+    lake.land()
+    lake.compact()
+    lake.configure(defaults={"buckets": 4, "row_history": True})
+    lake.write([t.event("u", {"id": 2, "note": PLACEHOLDER, "qty": 10}, 400, ts_ms=ts + 3000)])
+    lake.land()
+    lake.compact()
+    rows = sorted(history(lake), key=lambda r: r["__from_ms"])
+    assert [(r["id"], r["note"], r["qty"], r["__from_ms"], r.get("__to_ms")) for r in rows] == [
+        (1, "b", 2, ts + 1000, None), (2, "z", 9, ts + 2000, ts + 3000), (2, "z", 10, ts + 3000, None)]
+    # back to the version before history was on: only the pending events are history again, as before that compaction
+    lake.rollback(TABLE)
+    assert [(r["id"], r["qty"]) for r in history(lake)] == [(2, 10)]
