@@ -88,8 +88,10 @@ class MissingObjectStoreClient(LakecompactError):
         self.missing, self.packages = missing, packages
         super().__init__(
             f"the s3a client or Spark's S3A committers are not on Spark's class path ({missing}): expected their jars: "
-            f"spark-submit --packages {packages}, or the same in [spark.conf] \"spark.jars.packages\" (or the jar "
-            "files in \"spark.jars\"; scripts/stack/install.sh fetches them into .stack/jars/s3a)")
+            f"spark-submit --packages {packages} --exclude-packages (spark-hadoop-cloud's own Hadoop client and "
+            "other clouds), or the same in [spark.conf] \"spark.jars.packages\" and \"spark.jars.excludes\"; the "
+            "exact lists, and the version to take when Maven Central lacks your Spark's: docs/production.md \"Jars "
+            "and their versions\"")
 
 
 class UnknownTable(LakecompactError):

@@ -75,9 +75,10 @@ def test_a_missing_s3a_client_is_a_config_mistake_naming_the_packages(text, miss
     assert isinstance(error, MissingObjectStoreClient) and error.exit_code == 2
     assert str(error) == (
         f"the s3a client or Spark's S3A committers are not on Spark's class path ({missing}): expected their jars: "
-        "spark-submit --packages org.apache.hadoop:hadoop-aws:3.5.0,x:y:1, or the same in [spark.conf] "
-        '"spark.jars.packages" (or the jar files in "spark.jars"; scripts/stack/install.sh fetches them into '
-        ".stack/jars/s3a)")
+        "spark-submit --packages org.apache.hadoop:hadoop-aws:3.5.0,x:y:1 --exclude-packages (spark-hadoop-cloud's "
+        "own Hadoop client and other clouds), or the same in [spark.conf] \"spark.jars.packages\" and "
+        '"spark.jars.excludes"; the exact lists, and the version to take when Maven Central lacks your Spark\'s: '
+        'docs/production.md "Jars and their versions"')
 
 
 def test_the_packages_named_are_those_of_this_spark_and_its_hadoop(tmp_path, monkeypatch):
