@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from datetime import UTC, datetime
 
 
 def say(message: str) -> None:
@@ -26,3 +27,8 @@ def plain(number: float) -> str:
 
 def seconds_since(started: float) -> str:
     return f"{time.monotonic() - started:.1f}s"
+
+
+def iso_ms(ts_ms: int | None) -> str | None:
+    """A source time in epoch milliseconds as ISO 8601, UTC (None stays None)."""
+    return None if ts_ms is None else datetime.fromtimestamp(ts_ms / 1000, UTC).isoformat(timespec="milliseconds")

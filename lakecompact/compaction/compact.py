@@ -18,7 +18,7 @@ import functools
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -453,7 +453,7 @@ class Compactor:
                 self.spark.read.schema(self._base_schema()).parquet(self.paths.base_version(version)))
             self._write_changes(version, before=base, after=after, increments=increments, touched=touched,
                                 truncated=plan.truncated, events=plan.events_in, resolved=resolved)
-            events = self._write_events(current, version, increments, plan)
+            events, history_counts = self._write_events(current, version, increments, plan)
         finally:
             for kept in (shadowed if plan.deltas else None, touched, resolved):
                 if kept is not None:
@@ -477,6 +477,7 @@ class Compactor:
                 "seconds": round(time.monotonic() - started, 1),
                 "max_source_ts_ms": plan.max_source_ts_ms,  # the last source change this version has seen
                 **_row_counts(current, buckets, written, newly_shadowed),
+                **history_counts,
             },
             current.version,
             events,
@@ -506,14 +507,16 @@ class Compactor:
         )
         frame.write.parquet(staging)
 
-    def _write_events(self, current: Manifest, version: int, increments: DataFrame, plan: VersionPlan) -> dict[int, int] | None:
+    def _write_events(self, current: Manifest, version: int, increments: DataFrame,
+                      plan: VersionPlan) -> tuple[dict[int, int] | None, dict[str, Any]]:
         """`row_history`: the version's events, written before its manifest to `events/v=N+1` (a half-written
-        attempt's folder deleted first), and the `<t>_events` partitions the manifest names (None: history off).
-        The first version that keeps history starts it from base N's rows (each a version from its own change's
-        time: bucket and delta rows alike, the older is ended by the newer); `row_history_days` rewrites the kept
-        events into this version's folder alone, without the versions that ended before the cutoff."""
+        attempt's folder deleted first), the `<t>_events` partitions the manifest names (None: history off), and
+        the manifest's counts of what the partitions hold (`history_events`, `history_from_ms`: the oldest source
+        time kept). The first version that keeps history starts it from base N's rows (each a version from its own
+        change's time: bucket and delta rows alike, the older is ended by the newer); `row_history_days` rewrites
+        the kept events into this version's folder alone, without the versions that ended before the cutoff."""
         if not self.settings.row_history:
-            return None
+            return None, {}
         location = self.paths.events(version)
         self.storage.delete(location)
         names = [name for name, _ in row_history.event_columns(self.schema)]
@@ -523,13 +526,19 @@ class Compactor:
             increments = increments.unionByName(seed.select(*names))
         cutoff = row_history.retention_cutoff_ms(self.settings.row_history_days, plan.max_source_ts_ms)
         if cutoff is None:
-            increments.select(*names).write.parquet(location)
-            return {**kept, version: version}
-        before = self._read_events(kept)
-        query = sql.render_checked(row_history.QUERY, **row_history.history_context(
-            self.schema, events="{events}", increments=None, store=True, cutoff_ms=cutoff))
-        self.spark.sql(query, events=before.unionByName(increments.select(*names))).write.parquet(location)
-        return {version: version}
+            events, partitions = increments.select(*names), {**kept, version: version}
+            before = current.stats if current.events is not None else {}
+        else:
+            query = sql.render_checked(row_history.QUERY, **row_history.history_context(
+                self.schema, events="{events}", increments=None, store=True, cutoff_ms=cutoff))
+            events = self.spark.sql(query, events=self._read_events(kept).unionByName(increments.select(*names)))
+            partitions, before = {version: version}, {}
+        counts = write_counted(events, lambda frame: frame.write.parquet(location),
+                               lambda: self.spark.read.parquet(location),
+                               events=F.count(F.lit(1)), oldest=F.min("__source_ts_ms"))
+        oldest = [t for t in (before.get("history_from_ms"), counts["oldest"]) if t is not None]
+        return partitions, {"history_events": before.get("history_events", 0) + counts["events"],
+                            "history_from_ms": min(oldest, default=None)}
 
     def _read_events(self, partitions: dict[int, int]) -> DataFrame:
         """The kept events of `<t>_events`' partitions (partition -> version folder)."""

@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 from lakecompact.catalog import Catalog
 from lakecompact.compaction.manifest import MARKER_BUCKET, Manifests
 from lakecompact.config import Config
-from lakecompact.report import shown
+from lakecompact.report import iso_ms, shown
 
 
 def history(spark: SparkSession | None, config: Config, table: str) -> list[dict[str, Any]]:
@@ -46,6 +46,9 @@ def history(spark: SparkSession | None, config: Config, table: str) -> list[dict
             "live_rows": stats.get("live_rows"),
             "seconds": stats.get("seconds"),
             "change_feed": manifest.version if readable else None,
+            # row history (`row_history`), as this version left it: the events kept and the oldest one's time
+            "history_events": stats.get("history_events") if manifest.events is not None else None,
+            "history_from": iso_ms(stats.get("history_from_ms")) if manifest.events is not None else None,
         })
     return rows
 

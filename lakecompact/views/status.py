@@ -8,7 +8,6 @@ older lakecompact did not record shows as unknown (None).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -16,7 +15,7 @@ from pyspark.sql import SparkSession
 from lakecompact.catalog import UNPLACED, Catalog, TablePaths, published_feed_versions
 from lakecompact.compaction.manifest import Manifests
 from lakecompact.config import Config
-from lakecompact.report import say, shown
+from lakecompact.report import iso_ms, say, shown
 from lakecompact.storage import VersionedState, folder_stats
 
 
@@ -56,9 +55,12 @@ def status(spark: SparkSession | None, config: Config) -> list[dict[str, Any]]:
             "last_compaction_seconds": stats.get("seconds"),
             "last_compaction_rows_written": stats.get("rows_written"),
             "oldest_pending_landed_at": min((s["landed_at"] for s in pending_stats if s and "landed_at" in s), default=None),
-            "last_source_ts": _iso(max((t for t in seen if t is not None), default=None)),
+            "last_source_ts": iso_ms(max((t for t in seen if t is not None), default=None)),
             "verified_at": verified.get("verified_at"),  # the latest `verify`, if one ran
             "verify_divergent": verified.get("divergent"),
+            # row history (`<t>_history`), as of the last compaction: the events it keeps and the oldest one's time
+            "history_events": stats.get("history_events") if current and current.events is not None else None,
+            "history_from": iso_ms(stats.get("history_from_ms")) if current and current.events is not None else None,
         })
     for table in catalog.quarantined_only():  # no event of its topic could land yet: no table
         rows.append({"table": f"{catalog.database}.{table}", "quarantined": _quarantined(catalog, catalog.paths(table).quarantine)})
@@ -89,7 +91,15 @@ def print_status(rows: list[dict[str, Any]]) -> None:
             f"({shown(row['live_rows'])} live), {row['pending_batches']} pending batch(es) with "
             f"{shown(row['pending_events'])} events, {shown(row['quarantined'])} quarantined, "
             f"change feed {feed}, {compacted}, last source change {row['last_source_ts'] or '-'}{_verified(row)}"
+            f"{_row_history(row)}"
         )
+
+
+def _row_history(row: dict[str, Any]) -> str:
+    """A status row's row history, if the table keeps one (as of its last compaction)."""
+    if row.get("history_events") is None:
+        return ""
+    return f", row history of {row['history_events']} events from {row['history_from'] or '-'}"
 
 
 def _verified(row: dict[str, Any]) -> str:
@@ -129,7 +139,3 @@ def _quarantined(catalog: Catalog, root: str) -> int | None:
 
 def _feed_versions(catalog: Catalog, paths: TablePaths, base_version: int) -> list[int]:
     return published_feed_versions(catalog.storage.list_names(paths.changes_root), base_version)
-
-
-def _iso(ts_ms: int | None) -> str | None:
-    return None if ts_ms is None else datetime.fromtimestamp(ts_ms / 1000, UTC).isoformat(timespec="milliseconds")

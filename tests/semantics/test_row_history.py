@@ -17,7 +17,10 @@ from datetime import UTC, datetime
 import pytest
 from hypothesis import given
 
+from lakecompact.report import iso_ms
 from lakecompact.views.as_of import as_of_query, moment_of
+from lakecompact.views.history import history as versions
+from lakecompact.views.status import status
 from tests.semantics.histories import (
     COLUMNS,
     TABLE,
@@ -110,6 +113,11 @@ def test_a_late_event_is_spliced_in_after_a_compaction_and_the_placeholder_after
         assert [(r["note"], r["qty"], r["__from_ms"], r.get("__to_ms")) for r in rows] == expected, when
         assert [r["__op"] for r in rows] == ["c", "u", "u"] and [r["__position"] for r in rows] == [100, 200, 300]
         lake.compact()
+    # what status and `history --json` say: the events kept by the compactions, from the oldest one's time
+    assert [(v["version"], v["history_events"], v["history_from"]) for v in versions(None, lake.config, TABLE)] == [
+        (1, 2, iso_ms(ts)), (2, 3, iso_ms(ts))]
+    (row,) = status(None, lake.config)
+    assert (row["history_events"], row["history_from"]) == (3, iso_ms(ts))
 
 
 def test_retention_drops_versions_that_ended_before_it_and_keeps_the_current_values(lake):
@@ -127,6 +135,9 @@ def test_retention_drops_versions_that_ended_before_it_and_keeps_the_current_val
     # the cutoff is a day before the latest change (ts + 3 days): key 1's first two versions ended before it
     assert [(r["id"], r["note"], r["qty"]) for r in rows] == [(1, "b", 3), (2, "z", 9)]
     assert {r["id"]: data(r) for r in rows} == lake.state(TABLE)
+    # the events kept: key 1's update that began the version live at the cutoff, and key 2's insert
+    (row,) = status(None, lake.config)
+    assert (row["history_events"], row["history_from"]) == (2, iso_ms(ts + day))
 
 
 def test_turning_history_on_starts_it_from_the_current_rows(lake):
