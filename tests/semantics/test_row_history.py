@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 import pytest
 from hypothesis import given
 
+from lakecompact import crashpoints
 from lakecompact.report import iso_ms
 from lakecompact.views.as_of import as_of_query, moment_of
 from lakecompact.views.history import history as versions
@@ -33,6 +34,7 @@ from tests.semantics.histories import (
     scenarios,
 )
 from tests.semantics.reference import expected_as_of, expected_view
+from tests.support.crash import Crash
 from tests.support.databases import database_name
 from tests.support.debezium import PLACEHOLDER, Topic
 from tests.support.lake import Lake
@@ -92,6 +94,40 @@ def test_history_follows_the_reference_model_in_time(spark, tmp_path_factory, sc
         if batch.compact_after:
             lake.compact()
             check(lake, events, f"after compacting batch {n}")
+
+
+COMPACTION_STEPS = ("version-written", "manifest", "swap", "changes-published", "archive", "garbage-collected")
+
+
+@property_settings(1)
+@given(scenario=scenarios(truncates=True))
+def test_a_compaction_crashed_at_each_step_and_run_again_keeps_the_history_exact(spark, tmp_path_factory,
+                                                                                 monkeypatch, scenario):
+    """The scenario's deliveries, in their order, land in one batch per step of the compaction protocol; each
+    batch's compaction dies right after its step (as a kill -9 there would: what it wrote stays, nothing after it
+    runs), is checked as it was left, and then runs again."""
+    lake = Lake(spark, tmp_path_factory.mktemp(f"history{next(_examples)}"), database_name(),
+                defaults={"row_history": True, "keep_versions": 2})
+    deliveries = [d for batch in scenario.batches for d in batch.deliveries]
+    size = -(-len(deliveries) // len(COMPACTION_STEPS))
+    reached = crashpoints.reached
+    for n, step in enumerate(COMPACTION_STEPS):
+        lake.write([d.line() for d in deliveries[n * size:(n + 1) * size]], name=f"part-{n}.jsonl")
+        lake.land()
+        events = model_events(deliveries[:(n + 1) * size])
+
+        def die_at(name: str, step: str = step) -> None:
+            reached(name)
+            if name == step:
+                raise Crash(f"killed after {step}")
+
+        monkeypatch.setattr(crashpoints, "reached", die_at)
+        with pytest.raises(Crash):
+            lake.compact()
+        monkeypatch.setattr(crashpoints, "reached", reached)
+        check(lake, events, f"killed after {step}")
+        lake.compact()
+        check(lake, events, f"compacted again after a kill after {step}")
 
 
 def _topic() -> Topic:
