@@ -35,6 +35,14 @@ class SourceToLake:
         assert scenario.workload.copies_of_earlier_rows, "the workload copied no row of an earlier batch"
         assert support.assert_equal(scenario.comparisons, keyed=False) > 0
 
+    def test_as_of_each_recorded_moment_equals_what_the_source_held_then(self, scenario):
+        """Row history: the source's tables and clock read in one transaction after the snapshot and after each
+        phase of writes; `sql --as-of` at each moment, with the increments pending and after the compaction that
+        folds them in, equals what the source held then (the columns it had then)."""
+        comparisons = scenario.extra["as_of"]
+        assert len({c.stage for c in comparisons}) == 6, sorted({c.stage for c in comparisons})
+        assert support.assert_equal(comparisons, keyed=True) > 0
+
     def test_debezium_sent_every_kind_of_event(self, scenario):
         ops = support.op_counts(scenario.messages)
         for needed in self.needed_events:

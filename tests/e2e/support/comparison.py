@@ -14,7 +14,7 @@ from typing import Any
 
 from tests.e2e.support.columns import Column, Table, canonical, spark_type
 from tests.e2e.support.common import say
-from tests.e2e.support.sources import SourceDb
+from tests.e2e.support.sources import Moment, SourceDb
 
 
 def canonical_view_rows(spark, database: str, table: str, columns: list[Column]) -> tuple[list[dict], dict[str, str]]:
@@ -22,6 +22,12 @@ def canonical_view_rows(spark, database: str, table: str, columns: list[Column])
     spark.catalog.refreshTable(f"`{database}`.`{table}`")
     frame = spark.table(f"`{database}`.`{table}`")
     types = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
+    rows = [r.asDict() for r in frame.selectExpr(*canonical_select(columns, types)).collect()]
+    return [{c.name: canonical(c, row.get(c.name)) for c in columns} for row in rows], types
+
+
+def canonical_select(columns: list[Column], types: dict[str, str]) -> list[str]:
+    """The SELECT expressions that read the columns (of these view types) in canonical form."""
     exprs = []
     for c in columns:
         if c.name not in types:
@@ -33,8 +39,34 @@ def canonical_view_rows(spark, database: str, table: str, columns: list[Column])
             exprs.append(f"CAST(`{c.name}` AS STRING) AS `{c.name}`")
         else:
             exprs.append(f"`{c.name}`")
-    rows = [r.asDict() for r in frame.selectExpr(*exprs).collect()]
-    return [{c.name: canonical(c, row.get(c.name)) for c in columns} for row in rows], types
+    return exprs
+
+
+def compare_as_of(spark, config, db: SourceDb, moments: list[Moment], stage: str) -> list[Comparison]:
+    """Each table at each moment against `sql --as-of <moment>` (views/read.run_sql, as the command runs it) of
+    the table's columns at that moment, read in canonical form."""
+    import io
+
+    from lakecompact.views.read import run_sql
+
+    results = []
+    for moment in moments:
+        for table in moment.tables:
+            lake_table = db.lake_table(table.name)
+            types = {f.name: f.dataType.simpleString() for f in spark.table(f"`{config.database}`.`{lake_table}`").schema}
+            out = io.StringIO()
+            run_sql(spark, config, f"SELECT {', '.join(canonical_select(list(table.columns), types))} FROM {lake_table}",
+                    out, as_of=moment.clock)
+            lake_rows = [{c.name: canonical(c, row.get(c.name)) for c in table.columns}
+                         for row in map(json.loads, out.getvalue().splitlines())]
+            source_rows = moment.rows[table.name]
+            comparison = Comparison(f"{stage} as of {moment.clock}", db.kind, table, lake_table, len(source_rows),
+                                    len(lake_rows))
+            compare_rows(table, source_rows, lake_rows, comparison)
+            say(f"{comparison.stage}: {config.database}.{lake_table} {'equals' if comparison.equal else 'DIFFERS FROM'}"
+                f" {db.kind} {db.qualified(table.name)}: {len(source_rows)} source rows, {len(lake_rows)} rows")
+            results.append(comparison)
+    return results
 
 
 @dataclass

@@ -12,7 +12,7 @@ from tests.e2e.support.common import say
 
 
 def lake_config(stack, warehouse: Path, database: str, topics: list[str] | None = None, *,
-                topic_pattern: str = "", defaults: dict | None = None, **source: Any):
+                topic_pattern: str = "", defaults: dict | None = None, tables: dict | None = None, **source: Any):
     from lakecompact import config as config_module
 
     return config_module.from_dict({
@@ -26,6 +26,7 @@ def lake_config(stack, warehouse: Path, database: str, topics: list[str] | None 
             **source,
         },
         "defaults": {"buckets": 2, **(defaults or {})},
+        "tables": tables or {},
     })
 
 

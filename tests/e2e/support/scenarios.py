@@ -16,7 +16,12 @@ import pytest
 
 from tests.e2e.support.columns import Table
 from tests.e2e.support.common import say, unique
-from tests.e2e.support.comparison import Comparison, compare_with_source, increments_landed_once
+from tests.e2e.support.comparison import (
+    Comparison,
+    compare_as_of,
+    compare_with_source,
+    increments_landed_once,
+)
 from tests.e2e.support.fixtures import SAVE_FIXTURES_ENV, save_fixture
 from tests.e2e.support.kafka import DELIVERY_TIMEOUT, end_offsets, wait_delivered
 from tests.e2e.support.lake import compact, jvm_cpu_seconds, lake_config, land
@@ -103,10 +108,13 @@ def source_to_lake(spark, stack, db: SourceDb, tmp_path: Path, seed: int, *, lat
     names = ("accounts", "orders", "audit", "names") if names_table else ("accounts", "orders", "audit")
     scenario = Scenario(db, Workload(db, seed, tables=names))
     workload = scenario.workload
+    keyed = [t for t in scenario.lake_tables if t.key]
     try:
         snapshot_and_connect(spark, stack, db, workload)
+        moments = [db.moment(keyed)]  # what the source held, for `sql --as-of` (row history)
         scenario.first = write_phase(spark, stack, db, workload, 110, add_column="accounts", transaction=True,
                                      key_change=True)
+        moments.append(db.moment([t for t in scenario.lake_tables if t.key]))
         if latest_lake:
             pattern = re.escape(f"{db.topic_prefix}.{db.namespace}.") + "(accounts|orders|audit)"
             latest = lake_config(stack, tmp_path / "warehouse", f"latest_{db.namespace}", topic_pattern=pattern,
@@ -117,16 +125,20 @@ def source_to_lake(spark, stack, db: SourceDb, tmp_path: Path, seed: int, *, lat
             scenario.extra["latest_recorded"] = landed_positions(spark, latest)
         if names_table:
             scenario.extra["names"] = land_names_table(spark, stack, db, workload.table("names"), tmp_path)
-        config = scenario.config = lake_config(stack, tmp_path / "warehouse", f"lake_{db.namespace}", scenario.topics)
+        config = scenario.config = lake_config(stack, tmp_path / "warehouse", f"lake_{db.namespace}", scenario.topics,
+                                               tables={db.lake_table(t.name): {"row_history": True} for t in keyed})
         land(spark, config)
         compact(spark, config)
         scenario.comparisons += compare_with_source(spark, config, db, scenario.lake_tables, f"{db.kind} compaction 1")
 
         scenario.messages = write_phase(spark, stack, db, workload, 70, add_column="orders", copy_earlier_row=True)
+        moments.append(db.moment([t for t in scenario.lake_tables if t.key]))
         land(spark, config)
         scenario.comparisons += compare_with_source(spark, config, db, scenario.lake_tables, f"{db.kind} landed, not compacted")
+        scenario.extra["as_of"] = compare_as_of(spark, config, db, moments, f"{db.kind} landed, not compacted")
         compact(spark, config)
         scenario.comparisons += compare_with_source(spark, config, db, scenario.lake_tables, f"{db.kind} compaction 2")
+        scenario.extra["as_of"] += compare_as_of(spark, config, db, moments, f"{db.kind} compaction 2")
         scenario.landed = increments_landed_once(spark, config, db, scenario.lake_tables, scenario.messages)
         while_writing = verify_while_writing(spark, stack, config, db, workload)
         scenario.extra["verify"] = verify_then_damage(spark, config, db, while_writing)  # last: it stops the connector

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tests.e2e.support.columns import Column, Table
@@ -33,6 +35,19 @@ def maria_type(kind: str) -> str:
 
 def _literal_text(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class Moment:
+    """What a source held at one moment: the database's clock (UTC, ISO, to the microsecond) and the rows of
+    each table, with the columns it had then, read in one transaction."""
+
+    clock: str
+    tables: tuple[Table, ...]
+    rows: dict[str, list[dict]]
+
+
+_TABLE_MARK = "-- table "
 
 
 class SourceDb:
@@ -126,6 +141,27 @@ class SourceDb:
     def rows(self, table: Table) -> list[dict]:
         return [json.loads(line) for line in self.run(self.select_json(table))]
 
+    # the database's clock, UTC, as `YYYY-MM-DD HH:MM:SS.ffffff`; and a transaction that reads one snapshot
+    clock_statement = snapshot_begin = ""
+
+    def moment(self, tables: list[Table]) -> Moment:
+        """The clock and the tables' rows in one transaction; returns once the clock is in the next second, so
+        that no later commit shares a source time with the moment (MariaDB's binlog times are whole seconds)."""
+        script = self.snapshot_begin + self.clock_statement + "".join(
+            f"SELECT '{_TABLE_MARK}{t.name}';\n{self.select_json(t)}\n" for t in tables) + "COMMIT;\n"
+        lines = self.run(script)
+        clock, rows, table = lines[0], {t.name: [] for t in tables}, None
+        for line in lines[1:]:
+            if line.startswith(_TABLE_MARK):
+                table = line.removeprefix(_TABLE_MARK)
+            else:
+                rows[table].append(json.loads(line))
+        deadline = time.monotonic() + 10
+        while self.run(self.clock_statement)[0][:19] == clock[:19]:
+            assert time.monotonic() < deadline, f"{self.kind}: the clock stayed at {clock}"
+            time.sleep(0.05)  # polls the database's clock into the next second
+        return Moment(clock, tuple(tables), rows)
+
     def register(self, tables: list[Table], **overrides) -> None:
         register = getattr(self.stack, f"register_{self.kind}_connector")
         register(self.connector, self.topic_prefix, [self.qualified(t.name) for t in tables], **overrides)
@@ -136,6 +172,8 @@ class SourceDb:
 
 class Postgres(SourceDb):
     connector_type, kind, begin = "postgresql", "postgres", "BEGIN;"
+    clock_statement = "SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US');\n"
+    snapshot_begin = "BEGIN ISOLATION LEVEL REPEATABLE READ;\n"
     drop_statement, create_statement = "DROP SCHEMA IF EXISTS {ns} CASCADE;", "CREATE SCHEMA {ns};"
 
     @property
@@ -190,6 +228,8 @@ class MariaDb(SourceDb):
     connector_type, kind, begin = "mariadb", "mariadb", "START TRANSACTION;"
     drop_statement, create_statement = "DROP DATABASE IF EXISTS {ns};", "CREATE DATABASE {ns} CHARACTER SET utf8mb4;"
     session_zone = "+02:00"  # TIMESTAMP literals of the workload are in this zone; Debezium sends UTC
+    clock_statement = "SELECT DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%d %H:%i:%s.%f');\n"
+    snapshot_begin = "START TRANSACTION WITH CONSISTENT SNAPSHOT;\n"
 
     @property
     def settings(self):
