@@ -15,6 +15,17 @@ from lakecompact.schema.model import (
 )
 
 
+def columns_context(schema: TableSchema) -> dict:
+    """The columns a template of the view's rules reads: the key, the data columns, those a TOAST placeholder can
+    stand for, and the landed meta columns."""
+    return {
+        "key": list(schema.key),
+        "columns": schema.column_names,
+        "toastable": [f.name for f in schema.fields if f.toastable and f.name not in schema.key],
+        "meta": [name for name, _ in META_COLUMNS],
+    }
+
+
 def semantics_context(schema: TableSchema, *, base: str, increments: str, live_only: bool, **extra) -> dict:
     """The inputs of latest_rows.sql.j2 / appended_rows.sql.j2 for one table."""
     types = dict(schema.columns + list(META_COLUMNS) + list(BASE_EXTRA))
@@ -22,10 +33,7 @@ def semantics_context(schema: TableSchema, *, base: str, increments: str, live_o
         "query": "appended_rows.sql.j2" if schema.keyless else "latest_rows.sql.j2",
         "base": base,
         "increments": increments,
-        "key": list(schema.key),
-        "columns": schema.column_names,
-        "toastable": [f.name for f in schema.fields if f.toastable and f.name not in schema.key],
-        "meta": [name for name, _ in META_COLUMNS],
+        **columns_context(schema),
         "visible_meta": VISIBLE_META,
         "types": types,
         "maps": schema.map_columns,  # the meta columns a latest value holds have none

@@ -10,6 +10,7 @@ from lakecompact.errors import ConfigError
 from lakecompact.identifiers import qualified
 from lakecompact.naming import events_table, history_table, increments_table
 from lakecompact.schema.model import BASE_EXTRA, META_COLUMNS, TableSchema
+from lakecompact.semantics import columns_context
 
 if TYPE_CHECKING:
     from lakecompact.catalog import Catalog
@@ -40,10 +41,7 @@ def history_context(schema: TableSchema, *, events: str, increments: str | None,
     return {
         "events": events,
         "increments": increments,
-        "key": list(schema.key),
-        "columns": schema.column_names,
-        "toastable": [f.name for f in schema.fields if f.toastable and f.name not in schema.key],
-        "meta": [name for name, _ in META_COLUMNS],
+        **columns_context(schema),
         "store": store,
         "cutoff_ms": cutoff_ms,
     }
