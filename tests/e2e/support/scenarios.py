@@ -52,6 +52,11 @@ class Scenario:
         return [t for t in self.workload.tables if t.name != "names"]
 
     @property
+    def keyed_tables(self) -> list[Table]:
+        """The lake's tables with a key, with the columns they have now (those that keep row history)."""
+        return [t for t in self.lake_tables if t.key]
+
+    @property
     def topics(self) -> list[str]:
         return sorted(self.db.topic(t.name) for t in self.lake_tables)
 
@@ -108,13 +113,12 @@ def source_to_lake(spark, stack, db: SourceDb, tmp_path: Path, seed: int, *, lat
     names = ("accounts", "orders", "audit", "names") if names_table else ("accounts", "orders", "audit")
     scenario = Scenario(db, Workload(db, seed, tables=names))
     workload = scenario.workload
-    keyed = [t for t in scenario.lake_tables if t.key]
     try:
         snapshot_and_connect(spark, stack, db, workload)
-        moments = [db.moment(keyed)]  # what the source held, for `sql --as-of` (row history)
+        moments = [db.moment(scenario.keyed_tables)]  # what the source held, for `sql --as-of` (row history)
         scenario.first = write_phase(spark, stack, db, workload, 110, add_column="accounts", transaction=True,
                                      key_change=True)
-        moments.append(db.moment([t for t in scenario.lake_tables if t.key]))
+        moments.append(db.moment(scenario.keyed_tables))
         if latest_lake:
             pattern = re.escape(f"{db.topic_prefix}.{db.namespace}.") + "(accounts|orders|audit)"
             latest = lake_config(stack, tmp_path / "warehouse", f"latest_{db.namespace}", topic_pattern=pattern,
@@ -126,13 +130,13 @@ def source_to_lake(spark, stack, db: SourceDb, tmp_path: Path, seed: int, *, lat
         if names_table:
             scenario.extra["names"] = land_names_table(spark, stack, db, workload.table("names"), tmp_path)
         config = scenario.config = lake_config(stack, tmp_path / "warehouse", f"lake_{db.namespace}", scenario.topics,
-                                               tables={db.lake_table(t.name): {"row_history": True} for t in keyed})
+                                               tables={db.lake_table(t.name): {"row_history": True} for t in scenario.keyed_tables})
         land(spark, config)
         compact(spark, config)
         scenario.comparisons += compare_with_source(spark, config, db, scenario.lake_tables, f"{db.kind} compaction 1")
 
         scenario.messages = write_phase(spark, stack, db, workload, 70, add_column="orders", copy_earlier_row=True)
-        moments.append(db.moment([t for t in scenario.lake_tables if t.key]))
+        moments.append(db.moment(scenario.keyed_tables))
         land(spark, config)
         scenario.comparisons += compare_with_source(spark, config, db, scenario.lake_tables, f"{db.kind} landed, not compacted")
         scenario.extra["as_of"] = compare_as_of(spark, config, db, moments, f"{db.kind} landed, not compacted")
