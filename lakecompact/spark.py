@@ -28,9 +28,9 @@ from lakecompact.errors import (
 )
 
 LOG4J_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
-# jars for the Kafka and Avro sources and the s3a client, fetched by scripts/stack/install.sh; clusters use
-# --packages instead.
-STACK_JARS = Path(__file__).resolve().parent.parent / ".stack" / "jars"
+# jars for the Kafka and Avro sources and the s3a client, fetched by scripts/stack/install.sh into the stack's
+# state dir (LAKECOMPACT_STACK_DIR, as scripts/stack/stack.py finds it); clusters use --packages instead.
+STACK_JARS = Path(os.environ.get("LAKECOMPACT_STACK_DIR") or Path(__file__).resolve().parent.parent / ".stack") / "jars"
 KAFKA_JAR_FOLDERS = ("spark-kafka", "spark-avro")
 S3A_JAR_FOLDERS = ("s3a",)  # hadoop-aws, the AWS SDK's bundle, spark-hadoop-cloud
 S3A_PREFIX = "spark.hadoop.fs.s3a."  # the s3a client's settings, as Spark passes them to Hadoop
