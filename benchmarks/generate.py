@@ -4,6 +4,7 @@
     python benchmarks/generate.py change OUT_DIR --rows C --key-lo 0 --key-hi N --salt 1 \
         --first-offset N --first-lsn L --insert-start N
     python benchmarks/generate.py snapshot OUT_DIR --rows N --format json-no-schema
+    python benchmarks/generate.py snapshot OUT_DIR --rows N --topics 100
     python benchmarks/generate.py snapshot OUT_DIR --rows N --format avro --kafka HOST:PORT --topic T \
         --value-schema-id 1 --key-schema-id 2 --jars SPARK_KAFKA_AND_AVRO_JARS
 
@@ -120,7 +121,7 @@ def _envelope(events: str) -> str:
     return f"SELECT \"offset\", id, {envelope} AS envelope, tombstone FROM ({events})"
 
 
-def _line_sql(events: str, schemas: bool) -> str:
+def _line_sql(events: str, schemas: bool, topic: str = TOPIC) -> str:
     """kcat -J columns; key and payload with the Connect schema embedded, or (`schemas` false) without."""
     payload, key = "to_json(envelope)::VARCHAR", "'{\"id\":' || id || '}'"
     if schemas:
@@ -128,7 +129,7 @@ def _line_sql(events: str, schemas: bool) -> str:
         payload = f"'{{\"schema\":' || {vs} || ',\"payload\":' || {payload} || '}}'"
         key = f"'{{\"schema\":' || {ks} || ',\"payload\":' || {key} || '}}'"
     return (
-        f"SELECT '{TOPIC}' AS topic, 0 AS partition, \"offset\", 'create' AS tstype, {TS0} + \"offset\" AS ts, "
+        f"SELECT '{topic}' AS topic, 0 AS partition, \"offset\", 'create' AS tstype, {TS0} + \"offset\" AS ts, "
         f"1 AS broker, {key} AS key, CASE WHEN tombstone THEN NULL ELSE {payload} END AS payload "
         f"FROM ({_envelope(events)}) ORDER BY \"offset\""
     )
@@ -261,6 +262,9 @@ def main() -> None:
     parser.add_argument("--first-lsn", type=int, default=SNAPSHOT_LSN + 1000)
     parser.add_argument("--insert-start", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--topics", type=int, default=1,
+                        help="json: the events spread over this many topics, TOPIC_000 …, each in files of its own "
+                             "(as `kcat -t` per topic writes them), the same schema texts")
     parser.add_argument("--kafka", help="avro: the bootstrap servers")
     parser.add_argument("--topic", default=TOPIC, help="avro: the topic")
     parser.add_argument("--partitions", type=int, default=2, help="avro: the topic's partitions")
@@ -295,11 +299,15 @@ def main() -> None:
         size = produce_avro(envelopes, a)
         envelopes.unlink()
     else:
-        for lo in range(0, a.rows, a.events_per_file):
-            path = tmp / f"part-{files:05d}.jsonl"
-            db.execute(f"COPY ({_line_sql(events(lo, min(a.rows, lo + a.events_per_file)), a.format == 'json')}) "
-                       f"TO '{path}' (FORMAT JSON)")
-            files += 1
+        per_topic = math.ceil(a.rows / a.topics)
+        per_file = min(a.events_per_file, per_topic)
+        for first in range(0, a.rows, per_topic):
+            topic = TOPIC if a.topics == 1 else f"{TOPIC}_{first // per_topic:03d}"
+            for lo in range(first, min(a.rows, first + per_topic), per_file):
+                path = tmp / f"part-{files:05d}.jsonl"
+                hi = min(a.rows, first + per_topic, lo + per_file)
+                db.execute(f"COPY ({_line_sql(events(lo, hi), a.format == 'json', topic)}) TO '{path}' (FORMAT JSON)")
+                files += 1
         size = sum(f.stat().st_size for f in tmp.glob("*.jsonl"))
     deletes = (a.rows + 9) // 10 if a.kind == "change" else 0
     meta = {

@@ -48,8 +48,8 @@ BENCH = Path(os.environ.get("BENCH_DIR", ROOT / ".bench"))
 VENV_PYTHON = BENCH / "venv41" / "bin" / "python"
 JARS = BENCH / "jars"
 RESULTS = HERE / "results"
-SCENARIOS = ("merge", "change-size", "base-scaling", "landing", "landing-schemaless", "landing-avro", "view-read",
-             "small-command", "cluster", "verify")
+SCENARIOS = ("merge", "change-size", "base-scaling", "landing", "landing-schemaless", "landing-avro", "landing-topics",
+             "view-read", "small-command", "cluster", "verify")
 PEERS = ("delta", "delta-dv", "iceberg-cow", "iceberg-mor", "hudi-cow", "hudi-mor")
 PEER_JARS = {peer: peer.split("-")[0] for peer in PEERS}  # .bench/jars/<profile of benchmarks/pom.xml>
 # view-read: the peers whose reads meet pending changes (delete files, deletion vectors) as lakecompact's view does
@@ -1174,6 +1174,46 @@ def scenario_landing_schemaless(args) -> None:
               "the peers' load step (the first in its process)")
 
 
+def scenario_landing_topics(args) -> None:
+    """Many tables: the `landing` scenario's events spread over --topics topics (tables), each in files of its own as
+    `kcat -t` per topic writes them, landed in one batch, against the same events of one topic; each land the
+    first in its process, then again in it into another lake. Then `compact` of every table of the many-table lake,
+    whole and per table."""
+    n, k = args.rows or 1_000_000, args.topics
+    run = Run("landing-topics", args)
+    one = dataset(f"snapshot-{n}", "snapshot", n, args)
+    many = dataset(f"snapshot-{n}-topics-{k}", "snapshot", n, args, topics=k)
+    run.params = {"events": n, "topics": k, "bytes": many["bytes"], "files": many["files"], "cores": args.cores,
+                  "driver_memory": args.driver_memory}
+    views = " UNION ALL ".join(f"SELECT * FROM lake.public_customers_{i:03d}" for i in range(k))
+    for run_name, snap, relation in (("one-table", one, VIEW), ("tables", many, f"({views}) AS t")):
+        ops = [{"op": "land", "paths": [snap["glob"]], "step": "land"},
+               {"op": "check", "name": "landed", "relation": relation},
+               {"op": "land", "paths": [snap["glob"]], "step": "land again", "database": "lake_warm"}]
+        if run_name == "tables":
+            ops += [{"op": "compact", "step": "compact every table"},
+                    {"op": "check", "name": "landed [compacted]", "relation": relation}]
+        run.engine(run_name, "lakecompact", ops)
+    whole = run.seconds("tables", "compact every table")
+    mb = many["bytes"] / 1e6
+    summary = []
+    for label, step, note in ((f"one table: land {n:,} events", "land", "reference"),
+                              ("again in its process, into another lake", "land again", "reference of the row below")):
+        reference = run.seconds("one-table", step)
+        summary += [
+            {"step": "land", "engine": label, "seconds": reference, "ratio": 1.0 if reference else None,
+             "note": note, "run": "one-table", "steps": [step]},
+            {"step": "land", "engine": f"{k} tables: the same events, {k} topics", "seconds": run.seconds("tables", step),
+             "ratio": ratio_of(run.seconds("tables", step), reference), "note": f"{many['files']} files", "run": "tables",
+             "steps": [step]},
+        ]
+    summary.append({"step": "compact", "engine": f"compact of the {k} tables (one command)", "seconds": whole,
+                    "ratio": None, "note": f"{whole / k:.2f} s per table" if whole else "", "run": "tables",
+                    "steps": ["compact every table"]})
+    run.write(f"landing-topics: {n:,} snapshot events over {k} topics ({mb:,.0f} MB of kcat JSON)", summary,
+              run.correctness("one-table"), "one table's land of the same events (the first in its process)")
+
+
 @contextmanager
 def kafka_with_registry(topic: str) -> Iterator[tuple[object, dict]]:
     """The stack's Kafka (started when it is not running, and then stopped at the end) and the tests' schema registry
@@ -1947,6 +1987,7 @@ def main() -> None:
                         help="cluster: also lakecompact on local[cores] with the warehouse on the stack's S3 (S3's "
                              "share of the difference, apart from the cluster's)")
     parser.add_argument("--shuffle-partitions", type=int, default=16)
+    parser.add_argument("--topics", type=int, default=100, help="landing-topics: topics (tables) the events spread over")
     parser.add_argument("--events-per-file", type=int, default=25_000, help="events per kcat file")
     parser.add_argument("--land-batch-files", type=int, default=0,
                         help="lakecompact lands a snapshot this many files (x --events-per-file events) per land run; "
@@ -2002,7 +2043,7 @@ def main() -> None:
     started = time.monotonic()
     {"merge": scenario_merge, "change-size": scenario_change_size, "base-scaling": scenario_base_scaling,
      "landing": scenario_landing, "landing-schemaless": scenario_landing_schemaless,
-     "landing-avro": scenario_landing_avro, "view-read": scenario_view_read, "small-command": scenario_small_command,
+     "landing-avro": scenario_landing_avro, "landing-topics": scenario_landing_topics, "view-read": scenario_view_read, "small-command": scenario_small_command,
      "cluster": scenario_cluster, "verify": scenario_verify}[
         args.scenario](args)
     log(f"{args.scenario}: finished in {time.monotonic() - started:.0f}s")

@@ -4,7 +4,7 @@ warehouse.
 ops: {"op": "land", "paths": [globs], "step": name, "database": other lake's database (optional)}
    | {"op": "schema", "avsc": value .avsc, "key_avsc": key .avsc, "table": t, "topic": topic, "step": name,
       "database": ...}: `lakecompact schema --avsc` (a topic whose events carry no schema)
-   | {"op": "compact", "step": name}
+   | {"op": "compact", "step": name, "database": ...}: every table of the lake
    | {"op": "read", "step": name, "relation": "lake.public_customers", "repeat": n, "where": ""}
    | {"op": "check", "name": name, "relation": ...}
 spec "lake" may give "source" (the [source] of every op, instead of the files of each "land") and "registry".
@@ -75,7 +75,7 @@ def body(spec: dict, rec) -> None:
                             table=op["table"], topic=op["topic"], dry_run=False)
         elif kind == "compact":
             with rec.step(op["step"]) as info:
-                reports = compact(spark, config(paths))
+                reports = compact(spark, config(paths, op.get("database")))
             info["report"] = _plain(reports)
         elif kind == "read":
             timed_read(rec, spark, op["step"], op.get("relation", "lake.public_customers"), op.get("repeat", 1),

@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
 from lakecompact.errors import SchemaError
@@ -91,6 +91,7 @@ _CONNECT_FORM = '{"schema":'
 _CONNECT_PAYLOAD = ',"payload":'
 # the value_schema_hash of the values that start with their topic's schema as written (`split_message`)
 SCHEMA_AS_WRITTEN = "written"
+_WRAPPER_KEYS = {"schema", "payload"}
 SAMPLE_LINES = 1000
 
 
@@ -100,27 +101,48 @@ def schemas_as_written(raw: DataFrame) -> dict[str, str]:
     `raw` needs only the topic and the value (`payload`)."""
     if "key" not in raw.columns:
         raw = raw.withColumn("key", F.lit(None).cast("string"))
-    return as_written_samples(raw)[0]
+    return as_written_samples(head(raw)).values
 
 
-def as_written_samples(raw: DataFrame) -> tuple[dict[str, str], dict[str, str | None]]:
-    """From the first SAMPLE_LINES lines, in one job: per topic, the schema text values start with
-    (`schemas_as_written`); and per topic whose keys there are all null or all in Connect's form, the key schema's
-    text (the first whole object in text order), or None when they are all null (a keyless topic). A few distinct
-    texts reach the driver, not rows."""
-    head = raw.limit(SAMPLE_LINES).where(F.col("__kafka_topic").isNotNull())
+def head(raw: DataFrame) -> DataFrame:
+    """The first lines of `raw`, which `as_written_samples` reads."""
+    return raw.limit(SAMPLE_LINES)
+
+
+@dataclass(frozen=True)
+class Samples:
+    """What the batch's first lines show of each topic's form (`as_written_samples`)."""
+
+    values: dict[str, str]  # the value schema's text as written (`schemas_as_written`)
+    keys: dict[str, str | None]  # the key schema's text as written; None: the keys are null
+    plain: frozenset[str]  # topics whose values are envelopes without a schema, their keys without one too
+
+
+def as_written_samples(raw: DataFrame) -> Samples:
+    """From the first lines (`head`; of each topic, the input's own), in one job: per topic, the schema text values start with
+    (`schemas_as_written`); per topic whose keys there are all null or all in Connect's form, the key schema's
+    text (the first whole object in text order), or None when they are all null (a keyless topic); and the topics
+    whose values there are all Debezium envelopes without a schema (Connect JSON with `schemas.enable=false`),
+    their keys null or without one. A few distinct texts reach the driver, not rows."""
+    head = raw.where(F.col("__kafka_topic").isNotNull())
 
     def text(column: str) -> Column:
         return F.when(F.startswith(column, F.lit(_CONNECT_FORM + "{")),
                       F.substring_index(column, _CONNECT_PAYLOAD, 1).substr(len(_CONNECT_FORM) + 1, 1 << 30))
 
+    def plain(column: str) -> Column:  # no embedded schema: its top-level keys
+        return F.when(~F.startswith(column, F.lit(_CONNECT_FORM)), F.sort_array(F.json_object_keys(column)))
+
     rows = head.select(F.col("__kafka_topic").alias("topic"), text("payload").alias("value"),
-                       F.col("key").isNull().alias("null_key"), text("key").alias("key")).distinct().collect()
+                       F.col("key").isNull().alias("null_key"), text("key").alias("key"),
+                       plain("payload").alias("plain_value"), plain("key").alias("plain_key"),
+                       F.col("payload").isNull().alias("tombstone")).distinct().collect()
     values: dict[str, str] = {}
     for row in sorted(rows, key=lambda r: (r.topic, r.value or "")):
         if row.topic not in values and _whole_object(row.value):
             values[row.topic] = row.value
     keys: dict[str, str | None] = {}
+    plains = set()
     for topic in sorted({row.topic for row in rows}):
         of_topic = [row for row in rows if row.topic == topic]
         whole = sorted(row.key for row in of_topic if _whole_object(row.key))
@@ -128,7 +150,18 @@ def as_written_samples(raw: DataFrame) -> tuple[dict[str, str], dict[str, str | 
             keys[topic] = None
         elif all(row.key is not None for row in of_topic) and whole:
             keys[topic] = whole[0]
-    return values, keys
+        with_values = [row for row in of_topic if not row.tombstone]
+        if with_values and all(_plain_envelope(row) for row in with_values):
+            plains.add(topic)
+    return Samples(values, keys, frozenset(plains))
+
+
+def _plain_envelope(row: Row) -> bool:
+    """A sampled value that is a Debezium envelope without a schema, its key null or a JSON object without one."""
+    value = list(row.plain_value or [])
+    key_plain = row.null_key or (row.plain_key is not None and not _WRAPPER_KEYS <= set(row.plain_key))
+    return (bool(value) and not _WRAPPER_KEYS & set(value) and shape_of(None, value, row.topic).kind == "envelope"
+            and key_plain)
 
 
 def _whole_object(text: str | None) -> bool:
@@ -206,42 +239,64 @@ def split_message(raw: DataFrame, known: dict[str, str] | None = None) -> DataFr
 @dataclass(frozen=True)
 class Written:
     """A topic whose values (and keys) are expected in the form its first lines show: the schema texts as written
-    (`as_written_samples`; key None: the topic's keys are null) and the value's shape."""
+    (`as_written_samples`; key None: the topic's keys are null) and the value's shape; or, `plain`, envelopes
+    without a schema, read with the table's own (its keys JSON without one, or null)."""
 
     topic: str
-    value_schema: str
+    value_schema: str | None
     key_schema: str | None
     shape: MessageShape
+    plain: bool = False
 
 
-def as_written(raw: DataFrame, written: Written, key_wire: list[tuple[str, str]]) -> DataFrame:
+def as_written(raw: DataFrame, written: Written, fields: list[Field], key_wire: list[tuple[str, str]]) -> DataFrame:
     """The raw events with, for those of `written.topic` in the form written, the value parsed straight into its
-    wire struct as `m` (and the key's into `k`) in one parse each: `__fits` says the event takes the one-pass decode
-    (that form, the parse whole: no part of the message failed), `__tombstone` that it is a Kafka tombstone of the
-    topic. Every other event of the topic fits neither, and lands the careful way (split_message)."""
+    wire struct of `fields` as `m` (and the key's into `k`) in one parse each: `__fits` says the event takes the
+    one-pass decode (that form, the parse whole: no part of the message failed), `__tombstone` that it is a Kafka
+    tombstone of the topic. Every other event of the topic fits neither, and lands the careful way (split_message).
+    A plain value fits when it parses whole with neither of Connect's wrapper keys and has an op; its key, when
+    it has one, likewise."""
     options = {**_WRAPPER_OPTIONS, "columnNameOfCorruptRecord": "__corrupt", "mode": "PERMISSIVE"}
     of_topic = F.col("__line_reason").isNull() & F.coalesce(F.col("__kafka_topic") == written.topic, F.lit(False))
-    value_form = F.startswith("payload", F.lit(_CONNECT_FORM + written.value_schema + _CONNECT_PAYLOAD))
-    key_form = (F.col("key").isNull() if written.key_schema is None
-                else F.startswith("key", F.lit(_CONNECT_FORM + written.key_schema + _CONNECT_PAYLOAD)))
-    candidate = of_topic & F.coalesce(value_form & key_form, F.lit(False))
-    key_parsed = struct_type([("payload", struct_type(key_wire or [("_", "STRING")])), ("__corrupt", "STRING")])
-    key = (F.when(candidate, F.from_json("key", key_parsed, options)) if key_wire and written.key_schema is not None
-           else F.lit(None).cast(key_parsed))
-    value_wire = struct_type([("payload", wire_struct(written.shape, list(written.shape.fields))),
-                              ("__corrupt", "STRING")])
-    parsed = raw.select("*", of_topic.alias("__of_topic"), candidate.alias("__candidate"),
-                        F.when(candidate, F.from_json("payload", value_wire, options)).alias("__v"),
-                        key.alias("__k"))
-    key_whole = F.col("__k.__corrupt").isNull() if key_wire and written.key_schema is not None else F.lit(True)
-    fits = (F.col("__candidate") & F.col("__v.payload").isNotNull() & F.col("__v.__corrupt").isNull() & key_whole)
+    if written.plain:
+        # parsed as the careful way parses a value without a schema (`_parse`): control characters not allowed
+        plain = {"columnNameOfCorruptRecord": "__corrupt", "mode": "PERMISSIVE"}
+        probes = tuple((name, "STRING") for name in sorted(_WRAPPER_KEYS))
+        candidate = of_topic & F.col("payload").isNotNull()
+        key_parsed = struct_type([*key_wire, *probes, ("__corrupt", "STRING")])
+        parsed = raw.select("*", of_topic.alias("__of_topic"), candidate.alias("__candidate"),
+                            F.when(candidate, F.from_json("payload", wire_struct(written.shape, fields, probes),
+                                                          plain)).alias("m"),
+                            F.when(candidate & F.lit(bool(key_wire)), F.from_json("key", key_parsed, plain))
+                            .alias("k"))
+        unwrapped = F.col("m.schema").isNull() & F.col("m.payload").isNull()
+        key_whole = (F.col("key").isNull() | ~F.lit(bool(key_wire))
+                     | (F.col("k.__corrupt").isNull() & F.col("k.schema").isNull() & F.col("k.payload").isNull()))
+        fits = (F.col("__candidate") & F.col("m").isNotNull() & F.col("m.__corrupt").isNull() & unwrapped
+                & F.col("m.op").isNotNull() & key_whole)
+    else:
+        value_form = F.startswith("payload", F.lit(_CONNECT_FORM + written.value_schema + _CONNECT_PAYLOAD))
+        key_form = (F.col("key").isNull() if written.key_schema is None
+                    else F.startswith("key", F.lit(_CONNECT_FORM + written.key_schema + _CONNECT_PAYLOAD)))
+        candidate = of_topic & F.coalesce(value_form & key_form, F.lit(False))
+        key_parsed = struct_type([("payload", struct_type(key_wire or [("_", "STRING")])), ("__corrupt", "STRING")])
+        key = (F.when(candidate, F.from_json("key", key_parsed, options))
+               if key_wire and written.key_schema is not None else F.lit(None).cast(key_parsed))
+        value_wire = struct_type([("payload", wire_struct(written.shape, fields)), ("__corrupt", "STRING")])
+        parsed = raw.select("*", of_topic.alias("__of_topic"), candidate.alias("__candidate"),
+                            F.when(candidate, F.from_json("payload", value_wire, options)).alias("__v"),
+                            key.alias("__k"))
+        parsed = parsed.select("*", F.col("__v.payload").alias("m"), F.col("__k.payload").alias("k"))
+        key_whole = (F.col("__k.__corrupt").isNull() if key_wire and written.key_schema is not None
+                     else F.lit(True))
+        fits = F.col("__candidate") & F.col("__v.payload").isNotNull() & F.col("__v.__corrupt").isNull() & key_whole
     return parsed.select(
         *raw.columns,
         F.coalesce(fits, F.lit(False)).alias("__fits"),
         (F.col("__of_topic") & F.col("payload").isNull()).alias("__tombstone"),
         F.col("__of_topic"),
-        F.col("__v.payload").alias("m"),
-        F.col("__k.payload").alias("k"),
+        "m",
+        "k",
     )
 
 
@@ -344,16 +399,17 @@ def decode_key_wire(shape: MessageShape, table: TableSchema) -> list[tuple[str, 
     return [(f.name, f.wire_type) for f in fields if f.name in table.key]
 
 
-def wire_struct(shape: MessageShape, fields: list[Field]) -> str:
-    """The value's wire struct of one message shape, with `__corrupt` for a value that does not parse whole."""
+def wire_struct(shape: MessageShape, fields: list[Field], probes: tuple[tuple[str, str], ...] = ()) -> str:
+    """The value's wire struct of one message shape, with `__corrupt` for a value that does not parse whole, and
+    `probes`: top-level fields read only to tell the message's form."""
     wire_row = [(f.name, f.wire_type) for f in fields]
     if shape.kind == "envelope":
         return struct_type(
             [("before", struct_type(wire_row)), ("after", struct_type(wire_row)), ("source", _SOURCE_WIRE),
-             ("op", "STRING"), ("__corrupt", "STRING")]
+             ("op", "STRING"), *probes, ("__corrupt", "STRING")]
         )
     if shape.kind == "flat":
-        return struct_type(wire_row + list(_FLAT_META.items()) + [("__corrupt", "STRING")])
+        return struct_type(wire_row + list(_FLAT_META.items()) + [*probes, ("__corrupt", "STRING")])
     raise SchemaError(f"decoding rows: expected an envelope or flat message shape, got {shape.kind!r}")
 
 

@@ -26,13 +26,24 @@ class FileRange:
     end: int
     size: int
     whole: bool = False  # every line of the file at `size` bytes: it starts at 0, and its last line is complete
+    # the topics its lines name at their start as kcat writes them (`topic_named`); None: some line does not
+    topics: tuple[str, ...] | None = None
 
     def to_json(self) -> dict:
-        return {"path": self.path, "start": self.start, "end": self.end, "size": self.size, "whole": self.whole}
+        named = {} if self.topics is None else {"topics": list(self.topics)}
+        return {"path": self.path, "start": self.start, "end": self.end, "size": self.size, "whole": self.whole,
+                **named}
 
     @staticmethod
     def from_json(value: dict) -> FileRange:
-        return FileRange(value["path"], value["start"], value["end"], value["size"], value.get("whole", False))
+        topics = value.get("topics")
+        return FileRange(value["path"], value["start"], value["end"], value["size"], value.get("whole", False),
+                         None if topics is None else tuple(topics))
+
+    def may_hold(self, topics: set[str]) -> bool:
+        """Whether a line of one of `topics` may be in the range (`read` quarantines a line whose topic is not the
+        one its start names)."""
+        return self.topics is None or bool(topics & set(self.topics))
 
 
 def _file_path(spelled: Column | None = None) -> Column:
@@ -47,6 +58,7 @@ def _normal(path: str) -> str:
 
 
 GREW_WHILE_READ = "a file planned whole grew while it was read"
+TOPIC_NAMED_TWICE = "line names another topic than the one it starts with"
 # Files up to this size are read whole, one row per file (one Spark job, exact line numbers for free). Bigger
 # ones are streamed in splits: split whole, forty 70 MB files ran an 8 GB driver out of memory.
 WHOLE_FILE_BYTES = 8 * 1024 * 1024
@@ -124,12 +136,29 @@ def _complete(line: Column) -> Column:
     return F.json_object_keys(line).isNotNull()
 
 
+# kcat -J writes the topic first (no spaces; some tools write JSON with them); Kafka topic names are
+# [a-zA-Z0-9._-], at most 249 of them
+_NAMED_TOPIC = r'^\{[ \t\r]*"topic"[ \t\r]*:[ \t\r]*"([a-zA-Z0-9._-]+)"[ \t\r]*,'
+_NAMED_TOPIC_CHARS = 270
+
+
+def topic_named(line: Column) -> Column:
+    """The topic a kcat line names at its start, "" when it does not start so."""
+    return F.regexp_extract(F.substring(line, 1, _NAMED_TOPIC_CHARS), _NAMED_TOPIC, 1)
+
+
+def _topics(named: Column) -> Column:
+    """A file's distinct topics (of `named`, each line's `topic_named`), or null when some line names none."""
+    return F.when(~F.array_contains(named, F.lit("")), F.array_sort(named))
+
+
 @dataclass(frozen=True)
 class _LineCount:
     path: str  # as Spark read it
     size: int  # bytes, as Spark listed the file
     terminated: int  # lines ended by a newline
     tail: bool | None  # the text after the last newline: a whole JSON object (True), not (False), none (None)
+    topics: tuple[str, ...] | None  # of FileRange
 
 
 def _line_counts(spark: SparkSession, storage: Storage, found: dict[str, int]) -> list[_LineCount]:
@@ -137,23 +166,31 @@ def _line_counts(spark: SparkSession, storage: Storage, found: dict[str, int]) -
     counts = []
     if whole:
         last = F.element_at("parts", -1)
+        lines = F.filter("parts", lambda part: F.trim(part) != "")
         rows = _whole_files(spark, whole).select(
             "path", F.col("_metadata.file_size").alias("file_size"), (F.size("parts") - 1).alias("terminated"),
             F.when(last != "", _complete(last)).alias("tail"),
+            _topics(F.array_distinct(F.transform(lines, topic_named))).alias("topics"),
         ).collect()  # one row per file
-        counts += [_LineCount(row.path, row.file_size, row.terminated, row.tail) for row in rows]
+        counts += [_LineCount(row.path, row.file_size, row.terminated, row.tail, _tuple(row.topics)) for row in rows]
     if big:
         # grouped by the path as Spark spells it, each file's spelling turned into the glob's once, not per line
-        rows = _text(spark, big).groupBy(F.col("_metadata.file_path").alias("spelled")).agg(
+        text = _text(spark, big)
+        rows = text.groupBy(F.col("_metadata.file_path").alias("spelled")).agg(
             F.count("*").alias("lines"), F.max("_metadata.file_size").alias("file_size"),
-        ).select(_file_path(F.col("spelled")).alias("path"), "lines", "file_size").collect()  # one row per file
+            _topics(F.collect_set(F.when(F.trim("value") != "", topic_named(F.col("value"))))).alias("topics"),
+        ).select(_file_path(F.col("spelled")).alias("path"), "lines", "file_size", "topics").collect()  # a row a file
         # Spark read up to the size it listed: the byte before it says whether that last line was finished
         unended = {row.path for row in rows
                    if storage.byte_at(_same_path(row.path, found), row.file_size - 1) != ord("\n")}
         tails = _last_lines_complete(spark, [_same_path(path, found) for path in unended]) if unended else {}
-        counts += [_LineCount(row.path, row.file_size, row.lines - 1, tails[row.path]) if row.path in unended
-                   else _LineCount(row.path, row.file_size, row.lines, None) for row in rows]
+        counts += [_LineCount(row.path, row.file_size, row.lines - (row.path in unended),
+                              tails.get(row.path), _tuple(row.topics)) for row in rows]
     return counts
+
+
+def _tuple(topics: list[str] | None) -> tuple[str, ...] | None:
+    return None if topics is None else tuple(topics)
 
 
 def _last_lines_complete(spark: SparkSession, paths: list[str]) -> dict[str, bool]:
@@ -185,7 +222,7 @@ def plan(spark: SparkSession, storage: Storage, patterns: tuple[str, ...], lande
         start = landed.get(path, {}).get("lines", 0)
         whole = start == 0 and count.tail is not False and count.size == found[path]
         if end > start:
-            ranges.append(FileRange(path, start, end, found[path], whole))
+            ranges.append(FileRange(path, start, end, found[path], whole, count.topics))
     return sorted(ranges, key=lambda r: r.path)
 
 
@@ -232,9 +269,12 @@ def read(spark: SparkSession, ranges: list[FileRange], unnumbered: list[FileRang
     # read on, bytes that are not UTF-8 would become U+FFFD: data changed without a word. A line with a topic
     # parsed as an object (Spark keeps no partial result of a line that does not parse), so only the others
     # are parsed a second time to tell why they are no event.
+    named = topic_named(F.col("line"))
     reason = (
         F.when(~F.col("utf8"), F.lit("line is not valid UTF-8 text"))
-        .when(F.col("j.topic").isNotNull(), F.lit(None))
+        .when(F.col("j.topic").isNotNull() & ((named == "") | (named == F.col("j.topic"))), F.lit(None))
+        # planned by the topic its start names (FileRange.topics), the line must be of that topic
+        .when(F.col("j.topic").isNotNull(), F.lit(TOPIC_NAMED_TWICE))
         .when(F.json_object_keys("line").isNull(), F.lit("line is not a JSON object (malformed or truncated)"))
         .otherwise(F.lit("line has no topic"))
     )

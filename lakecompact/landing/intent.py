@@ -40,6 +40,31 @@ class LandIntent:
         """This intent with its input: `files=`, `kafka=` or `requeue=`."""
         return dataclasses.replace(self, **source)
 
+    def topics_named(self) -> tuple[set[str], bool]:
+        """The topics the input names (a file's by `FileRange.topics`, Kafka's by its partitions), and whether some
+        of it names none (files with a line kcat did not start with its topic; a requeue)."""
+        if self.files is not None:
+            return ({t for r in self.files for t in r.topics or ()},
+                    any(r.topics is None for r in self.files))
+        if self.kafka is not None:
+            return {_topic_of(name) for name, bounds in self.kafka.items() if bounds["end"] > bounds["start"]}, False
+        return set(), True
+
+    def of_topics(self, topics: set[str]) -> LandIntent:
+        """This intent with only the input that may hold events of `topics`."""
+        if self.files is not None:
+            return dataclasses.replace(self, files=tuple(r for r in self.files if r.may_hold(topics)))
+        if self.kafka is not None:
+            return dataclasses.replace(self, kafka={n: b for n, b in self.kafka.items() if _topic_of(n) in topics})
+        return self
+
+    def events_apart_from(self, topics: set[str]) -> int:
+        """How many events (at most) the input holds that cannot be of `topics`: the lines of files that name only
+        other topics, the offsets of other topics' partitions."""
+        if self.files is not None:
+            return sum(r.end - r.start for r in self.files if not r.may_hold(topics))
+        return sum(max(0, b["end"] - b["start"]) for n, b in (self.kafka or {}).items() if _topic_of(n) not in topics)
+
     def to_json(self) -> dict[str, Any]:
         raw: dict[str, Any] = {"batch": self.batch, "hour": self.hour, "landed_at": self.landed_at}
         if self.files is not None:
@@ -61,3 +86,8 @@ class LandIntent:
             kafka=raw.get("kafka"),
             requeue=None if requeue is None else Requeue(requeue["table"], tuple(requeue["folders"])),
         )
+
+
+def _topic_of(partition: str) -> str:
+    """The topic of a Kafka partition's name, "topic:partition"."""
+    return partition.rsplit(":", 1)[0]

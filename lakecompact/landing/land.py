@@ -127,7 +127,8 @@ class OnePass:
     landed_at: str
 
     def flagged(self, raw: DataFrame) -> DataFrame:
-        return decode.as_written(raw, self.written, decode.decode_key_wire(self.written.shape, self.schema))
+        fields = list(self.written.shape.fields) or list(self.schema.fields)
+        return decode.as_written(raw, self.written, fields, decode.decode_key_wire(self.written.shape, self.schema))
 
     def decoded(self, flagged: DataFrame) -> DataFrame:
         return decode.decode_events(flagged, self.written.shape, self.schema, self.placeholder, self.landed_at,
@@ -310,7 +311,7 @@ class Landing:
                 *decode.RAW_COLUMNS, F.lit(None).cast("string").alias("__line_reason"), F.col("payload").alias("__line")
             )
         if intent.files is not None:
-            return files.read(self.spark, list(intent.files), unnumbered)
+            return files.read(self.spark, list(intent.files), [r for r in unnumbered or () if r in intent.files])
         from lakecompact.landing import kafka
 
         return kafka.read(self.spark, self.config.source, intent.kafka)
@@ -320,21 +321,31 @@ class Landing:
         """`one_pass`: the big files that the batch holds whole, unchanged since planned, are read in one pass
         without numbering their lines (what is landed needs no origins; the quarantine reads the source again)."""
         unnumbered = files.unchanged_whole(self.storage, list(intent.files or ())) if one_pass else []
-        known, keys = decode.as_written_samples(self._read(intent, unnumbered))
+        samples = decode.as_written_samples(self._head(intent, unnumbered))
 
         def split(raw: DataFrame) -> DataFrame:
-            return decode.split_message(raw, known)
+            return decode.split_message(raw, samples.values)
 
-        return self._land_read(intent, unnumbered, split, known, keys)
+        return self._land_read(intent, unnumbered, split, samples)
+
+    def _head(self, intent: LandIntent, unnumbered: list[files.FileRange]) -> DataFrame:
+        """The lines the batch's forms are sampled from: the first lines of each topic the input names (read from
+        only the input that may hold it), and the first of the input that names none."""
+        named, unnamed = intent.topics_named()
+        heads = [decode.head(self._read(intent.of_topics({topic}), unnumbered).where(F.col("__kafka_topic") == topic))
+                 for topic in sorted(named)]
+        if unnamed or not heads:
+            heads.append(decode.head(self._read(intent, unnumbered)))
+        return _union(heads)
 
     def _land_read(self, intent: LandIntent, unnumbered: list[files.FileRange],
-                   split: Callable[[DataFrame], DataFrame], known: dict[str, str],
-                   keys: dict[str, str | None]) -> LandReport:
+                   split: Callable[[DataFrame], DataFrame], samples: decode.Samples) -> LandReport:
         """The topics whose events come as their first lines show land in one scan each (`_land_as_written`); the
         rest of the batch, if any is left, the careful way (`_land_careful`)."""
         report = LandReport(batch=intent.batch)
         quarantine: list[tuple[str | None, DataFrame]] = []
-        commits, rest = self._land_as_written(intent, unnumbered, known, keys, report, quarantine)
+        commits, rest = self._land_as_written(intent, unnumbered, samples, report, quarantine)
+        known = samples.values
         try:
             self._land_rest(intent, unnumbered, split, known, report, quarantine, commits, rest)
         except _TableOfBothWays as shared:
@@ -398,8 +409,8 @@ class Landing:
         self._prepared = True
 
     def _land_as_written(
-        self, intent: LandIntent, unnumbered: list[files.FileRange], known: dict[str, str],
-        keys: dict[str, str | None], report: LandReport, quarantine: list[tuple[str | None, DataFrame]],
+        self, intent: LandIntent, unnumbered: list[files.FileRange], samples: decode.Samples, report: LandReport,
+        quarantine: list[tuple[str | None, DataFrame]],
     ) -> tuple[dict[str, PendingIncrement], int | None]:
         """Land each topic whose first lines show its schemas in one scan of the batch (docs/design.md "Landing
         protocol"): each line read once, a value in that form parsed straight into the table's wire struct, the
@@ -408,10 +419,11 @@ class Landing:
         committed here: it lands whole the careful way, so that each table has one increment a batch. Returns, per
         topic landed, how its increment is committed (written, not yet committed), and the lines left for the
         careful way (None: not counted, all of them)."""
-        if intent.requeue is not None or not known:
+        topics = sorted({*samples.values, *samples.plain})
+        if intent.requeue is not None or not topics:
             return {}, None
         self._prepare()
-        plans = [p for topic, text in sorted(known.items()) if (p := self._one_pass_plan(topic, text, keys, intent))]
+        plans = [p for topic in topics if (p := self._one_pass_plan(topic, samples, intent))]
         shared = {p.table for p in plans if sum(q.table == p.table for q in plans) > 1}
         plans = [p for p in plans if p.table not in shared]  # one scan writes a table's whole increment
         if not plans:
@@ -419,22 +431,24 @@ class Landing:
         topics = [p.written.topic for p in plans]
         of_some = F.col("__line_reason").isNull() & F.coalesce(F.col("__kafka_topic").isin(*topics), F.lit(False))
         scans = []
-        for i, plan in enumerate(plans):
+        for plan in plans:
+            # each scan reads only the input that may hold its topic, and counts the lines there of no such topic
+            # (a line read by several scans is counted by each: what is left is only compared with 0)
             lines = Observation()
             counts = [F.count(F.when(F.col("__of_topic"), 1)).alias("events"),
                       F.count(F.when(F.col("__tombstone"), 1)).alias("tombstones"),
                       F.count(F.when(F.col("__of_topic") & ~F.col("__fits") & ~F.col("__tombstone"), 1))
-                      .alias("misfits")]
-            if i == 0:  # the lines of no such topic, counted once
-                counts.append(F.count(F.when(~of_some, 1)).alias("others"))
-            flagged = plan.flagged(self._read(intent, unnumbered)).observe(lines, *counts)
+                      .alias("misfits"),
+                      F.count(F.when(~of_some, 1)).alias("others")]
+            own = intent.of_topics({plan.written.topic})
+            flagged = plan.flagged(self._read(own, unnumbered)).observe(lines, *counts)
             written = self._write_rows(plan.table, plan.decoded(flagged.where("__fits")), plan.location)
             scans.append((plan, written, lines.get))
         files.require_still_planned(self.storage, unnumbered)
         commits: dict[str, PendingIncrement] = {}
-        rest = 0
+        rest = intent.events_apart_from(set(topics))  # the input no scan read
         for plan, written, counts in scans:
-            rest += counts.get("others", 0)
+            rest += counts["others"]
             if counts["misfits"]:
                 self.storage.delete(plan.location)  # the topic lands whole the careful way
                 rest += counts["events"]
@@ -447,33 +461,33 @@ class Landing:
             report.skipped += counts["tombstones"]  # of a topic whose deletes come as rows
             report.rows_out[plan.table] = report.rows_out.get(plan.table, 0) + written["rows"]
             if rejected:  # decoded again from the source as it came, texts and origins
-                came = plan.decoded(plan.flagged(self._read(intent)).where("__fits"))
+                came = plan.decoded(plan.flagged(self._read(intent.of_topics({plan.written.topic}))).where("__fits"))
                 quarantine.append((plan.table, _decode_rejects(came)))
         return commits, rest
 
-    def _one_pass_plan(self, topic: str, schema_text: str, keys: dict[str, str | None],
-                       intent: LandIntent) -> OnePass | None:
+    def _one_pass_plan(self, topic: str, samples: decode.Samples, intent: LandIntent) -> OnePass | None:
         """How `topic`'s events in the form its first lines show land in one scan, its table made or evolved for
         their schema; None when they cannot (no key form known, deletes that come as tombstones alone, a schema
-        the table cannot take, a rerun's increment already written whole): they land the careful way."""
-        if topic not in keys:
-            return None
-        try:
-            shape = decode.shape_of(json.loads(schema_text), [], topic)
-        except SchemaError:
-            return None
-        if not shape.fields or not (shape.kind == "envelope" or (shape.kind == "flat" and shape.delete_marker)):
-            return None
+        the table cannot take, a rerun's increment already written whole, envelopes without a schema of a table
+        not made yet): they land the careful way."""
         table = table_for_topic(topic, self.config)
         location = self.catalog.paths(table).increment(intent.hour, intent.batch)
         if self.storage.exists(folder_stats(location)):
             return None
-        group = Row(topic=topic, value_schema_hash=None, value_schema=schema_text, key_schema=keys[topic],
-                    key_sample=None, value_sample=None, events=0, values=0)
-        shaped = GroupShape(group, shape)
+        if topic in samples.values:
+            written = self._written_with_schema(topic, samples)
+        else:
+            written = decode.Written(topic, None, None, decode.MessageShape("envelope"), plain=True)
+        if written is None:
+            return None
         schema = self.catalog.schema(table)
+        if written.plain and (schema is None or {"schema", "payload"} & set(schema.key)):
+            return None  # no schema to read the values with, or a key column the form's probes would shadow
+        group = Row(topic=topic, value_schema_hash=None, value_schema=written.value_schema,
+                    key_schema=written.key_schema, key_sample=None, value_sample=None, events=0, values=0)
+        shaped = GroupShape(group, written.shape)
         if schema is None:
-            if keys[topic] is None and self.config.table(table).key is None:
+            if written.key_schema is None and self.config.table(table).key is None:
                 return None  # a new table's key comes from the key schema
             schema = self._create_table(table, topic, [shaped])
         outcome = self._decoder(schema, shaped, intent.landed_at)
@@ -481,8 +495,22 @@ class Landing:
             return None
         schema, _ = outcome
         self._unplaced_deletes(topic, table, [shaped], lambda: None)  # records that its deletes come as rows
-        return OnePass(decode.Written(topic, schema_text, keys[topic], shape), table, location, schema,
-                       self.config.table(table).toast_placeholder, intent.landed_at)
+        return OnePass(written, table, location, schema, self.config.table(table).toast_placeholder,
+                       intent.landed_at)
+
+    @staticmethod
+    def _written_with_schema(topic: str, samples: decode.Samples) -> decode.Written | None:
+        """The form of a topic whose values embed their schema, when its key form is known and its values are
+        rows whose deletes come as rows."""
+        if topic not in samples.keys:
+            return None
+        try:
+            shape = decode.shape_of(json.loads(samples.values[topic]), [], topic)
+        except SchemaError:
+            return None
+        if not shape.fields or not (shape.kind == "envelope" or (shape.kind == "flat" and shape.delete_marker)):
+            return None
+        return decode.Written(topic, samples.values[topic], samples.keys[topic], shape)
 
     def _land_careful(self, intent: LandIntent, read: DataFrame, unnumbered: list[files.FileRange],
                       came: Callable[[], DataFrame], known: dict[str, str], report: LandReport,

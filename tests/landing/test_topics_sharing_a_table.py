@@ -4,6 +4,8 @@ batch, whichever way each topic lands (docs/design.md "Landing protocol")."""
 
 from __future__ import annotations
 
+import json
+
 from lakecompact.landing import decode
 from tests.support.debezium import INT, TEXT, Topic
 
@@ -26,13 +28,18 @@ def test_two_topics_of_one_table_land_every_event_of_both(lake):
 
 def test_a_topic_that_lands_in_one_pass_and_one_that_does_not_share_the_table(lake):
     one, two = _shards()
-    # the second topic comes after the lines whose schemas are sampled, so the first lands in one pass and the
-    # second would land the careful way
+    # the second topic comes after the lines whose schemas are sampled, in lines that do not start with their
+    # topic (so the file is not planned by topic, and the topic not sampled apart): the first lands in one pass
+    # and the second would land the careful way
     first = [one.event("c", {"id": i, "note": "a"}, i) for i in range(decode.SAMPLE_LINES + 1)]
-    lake.write(first + [two.tombstone({"id": 9}), two.event("c", {"id": -1, "note": "b"}, 5000),
-                        one.event("u", {"id": 3, "note": "d"}, 6000)])
+    later = [_topic_not_first(two.tombstone({"id": 9})), _topic_not_first(two.event("c", {"id": -1, "note": "b"}, 5000))]
+    lake.write(first + later + [one.event("u", {"id": 3, "note": "d"}, 6000)])
     report = lake.land()
     assert report.rows_out == {TABLE: decode.SAMPLE_LINES + 3} and report.skipped == 1
     view = lake.view(TABLE, order="id")
     assert len(view) == decode.SAMPLE_LINES + 2
     assert view[:2] == [{"id": -1, "note": "b"}, {"id": 0, "note": "a"}] and {"id": 3, "note": "d"} in view
+
+
+def _topic_not_first(line: dict) -> str:
+    return json.dumps({"partition": line["partition"], **line})
