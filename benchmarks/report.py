@@ -158,6 +158,17 @@ def landing(again: bool) -> Callable[[dict], Measure | None]:
     return measure
 
 
+def many_topics(again: bool) -> Callable[[dict], Measure | None]:
+    """Events per second of one `land` of the events over many topics (tables), over the same events of one."""
+    def measure(doc: dict) -> Measure | None:
+        step = "land again" if again else "land"
+        one, many = _sum(doc, "one-table", step), _sum(doc, "tables", step)
+        if not one or not many:
+            return None
+        return Measure(one / many, f"{doc['params']['topics']} tables {many:.1f} s, one table {one:.1f} s")
+    return measure
+
+
 def land_memory(doc: dict) -> Measure | None:
     """One `land` of the whole snapshot as a process: the peak memory of python + JVM, when it landed."""
     steps = [s for s in doc["steps"] if s["run"] == "lakecompact-cli" and s["step"].startswith("land")]
@@ -296,6 +307,17 @@ TARGETS = (
            ("landing-5m",), landing(again=False)),
     Target("the same at 5,000,000 events, each the second in its process", "at least 0.8×", lambda v: v >= 0.8,
            "#57", ("landing-5m",), landing(again=True)),
+    *[Target(f"landing throughput, {form}, at spark.driver.memory = {memory} (both sides), "
+             f"{'each the second in its process' if again else 'the first `land` of a process'}",
+             "at least 0.8×", lambda v: v >= 0.8, "#70", (f"{scenario}-{memory}",), landing(again=again))
+      for scenario, form in (("landing", "JSON with schemas"), ("landing-schemaless", "JSON without schemas"),
+                             ("landing-avro", "Avro from Kafka"))
+      for memory in ("1g", "2g") for again in (False, True)],
+    Target("many tables: the 1,000,000 events over 100 topics (each in its own files), one `land` of a process, "
+           "against the same events of one topic", "at least 0.8×", lambda v: v >= 0.8, "#70", ("landing-topics",),
+           many_topics(again=False)),
+    Target("the same, each the second in its process", "at least 0.8×", lambda v: v >= 0.8, "#70",
+           ("landing-topics",), many_topics(again=True)),
     Target("landing throughput of Kafka Connect JSON without embedded schemas (the table's schema given ahead, not "
            "timed), the first `land` of a process, against the peers' load step of the same lines",
            "at least 0.8×", lambda v: v >= 0.8, "#57", ("landing-schemaless",), landing(again=False)),
