@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import io
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -65,6 +66,17 @@ def java_options() -> list[str]:
     """The options that map the archive into a new JVM; none when there is no usable archive."""
     path = archive_path()
     return [f"-XX:SharedArchiveFile={path}", *QUIET] if _usable(path) else []
+
+
+def for_spark_submit(path: Path) -> str:
+    """What a spark-submit adds for its driver's JVM to map the archive: spark-submit starts that JVM with none of
+    lakecompact's options. The JVM maps it only under the JDK and beside the Spark jars it was made with, on a class
+    path that starts as it did then; otherwise it starts without, saying "Unable to use shared archive"."""
+    java, spark_home = _installation()
+    option = shlex.join(["--driver-java-options", f"-XX:SharedArchiveFile={path}"])
+    return (f"class archive: for spark-submit ({spark_home / 'bin' / 'spark-submit'} on {java}, this SPARK_CONF_DIR, "
+            f"jars by --packages, --jars or SPARK_DIST_CLASSPATH, not --driver-class-path; docs/production.md \"The "
+            f"class archive under spark-submit\"), add:\n  {option}")
 
 
 def build(workload: Callable[[tuple[str, ...]], str]) -> Path | None:
