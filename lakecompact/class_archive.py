@@ -4,7 +4,8 @@ A new JVM per command loads and verifies some 20,000 classes before it lands a r
 command's time on two cores. Java 17 can dump the classes a run loaded into an archive (`-XX:ArchiveClassesAtExit`)
 that later JVMs map instead (`-XX:SharedArchiveFile`), skipping most of that work. `lakecompact class-archive`
 (scripts/setup.sh runs it) builds one by
-running the demo once; without one, everything works as before, only slower to start.
+running the demo once; without one, everything works as before, only slower to start. A driver JVM that
+spark-submit starts maps it only when given the option `class-archive` prints (for_spark_submit).
 
 The JVM checks an archive against its own build and class path and skips one that does not match; a damaged
 file, however, aborts it. So an archive is validated before it is renamed into place, and used only while its
