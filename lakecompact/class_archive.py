@@ -4,7 +4,8 @@ A new JVM per command loads and verifies some 20,000 classes before it lands a r
 command's time on two cores. Java 17 can dump the classes a run loaded into an archive (`-XX:ArchiveClassesAtExit`)
 that later JVMs map instead (`-XX:SharedArchiveFile`), skipping most of that work. `lakecompact class-archive`
 (scripts/setup.sh runs it) builds one by
-running the demo once; without one, everything works as before, only slower to start.
+running the demo once; without one, everything works as before, only slower to start. A driver JVM that
+spark-submit starts maps it only when given the option `class-archive` prints (for_spark_submit).
 
 The JVM checks an archive against its own build and class path and skips one that does not match; a damaged
 file, however, aborts it. So an archive is validated before it is renamed into place, and used only while its
@@ -17,6 +18,7 @@ import contextlib
 import hashlib
 import io
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -65,6 +67,17 @@ def java_options() -> list[str]:
     """The options that map the archive into a new JVM; none when there is no usable archive."""
     path = archive_path()
     return [f"-XX:SharedArchiveFile={path}", *QUIET] if _usable(path) else []
+
+
+def for_spark_submit(path: Path) -> str:
+    """What a spark-submit adds for its driver's JVM to map the archive: spark-submit starts that JVM with none of
+    lakecompact's options. The JVM maps it only under the JDK and beside the Spark jars it was made with, on a class
+    path that starts as it did then; otherwise it starts without, saying "Unable to use shared archive"."""
+    java, spark_home = _installation()
+    option = shlex.join(["--driver-java-options", f"-XX:SharedArchiveFile={path}"])
+    return (f"class archive: for spark-submit ({spark_home / 'bin' / 'spark-submit'} on {java}, this SPARK_CONF_DIR, "
+            f"jars by --packages, --jars or SPARK_DIST_CLASSPATH, not --driver-class-path; docs/production.md \"The "
+            f"class archive under spark-submit\"), add:\n  {option}")
 
 
 def build(workload: Callable[[tuple[str, ...]], str]) -> Path | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from lakecompact import __version__
 from lakecompact import config as config_module
 from lakecompact.errors import LakecompactError, as_missing_file
-from lakecompact.report import seconds_since, warn
+from lakecompact.report import say, seconds_since, warn
 from lakecompact.views import DIALECTS
 
 SQL_FORMATS = ("json", "table", "csv")  # `sql --format`
@@ -274,7 +274,9 @@ def _class_archive(args, context: Context) -> None:
         return class_archive.stop_jvm()
 
     with tempfile.TemporaryDirectory() as scratch:
-        class_archive.build(workload)
+        path = class_archive.build(workload)
+    if path is not None:
+        say(class_archive.for_spark_submit(path))
 
 
 # -- the arguments ----------------------------------------------------------------------------------
@@ -417,7 +419,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("demo", "land, compact and query the events shipped in examples/", _demo,
             "lakecompact demo --warehouse /tmp/demo", _demo_arguments),
     Command("class-archive", "build the JVM class archive that makes every command start seconds sooner "
-            "(once per JDK and Spark; scripts/setup.sh runs it)", _class_archive, "lakecompact class-archive"),
+            "(once per JDK and Spark; scripts/setup.sh runs it), and print the option that gives it to a "
+            "spark-submit's driver", _class_archive, "lakecompact class-archive"),
 )
 
 

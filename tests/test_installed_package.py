@@ -89,6 +89,8 @@ def test_class_archive_and_demo(installed, tmp_path):
     assert archive.returncode == 0, archive.stdout + archive.stderr
     assert "class archive: built in " in archive.stdout and "warning" not in archive.stderr, archive.stderr
     assert [p.suffix for p in cache.glob("spark-classes-*.jsa")] == [".jsa"]
+    # its last line: the option that gives it to a spark-submit's driver
+    assert archive.stdout.splitlines()[-1] == f"  --driver-java-options -XX:SharedArchiveFile={next(cache.glob('*.jsa'))}"
 
     demo = _run(installed, "demo", "--warehouse", str(tmp_path / "demo"), LAKECOMPACT_CACHE=str(cache))
     assert demo.returncode == 0, demo.stderr

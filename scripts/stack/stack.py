@@ -1335,11 +1335,13 @@ S3_REQUESTS_LOG = LOG_DIR / "s3-requests.log"
 
 def spark_submit_command(*, executor_memory: str = "1g", driver_memory: str | None = None,
                          java_options: str | None = None, jars: list[str] | None = None, cores: int | None = None,
-                         conf: dict[str, str] | None = None) -> list[str]:
+                         conf: dict[str, str] | None = None, driver_class_path: bool = True) -> list[str]:
     """spark-submit in client mode on the stack's cluster, up to the application's file: the s3a jars on the
     driver's and executors' class paths (never --jars: the AWS SDK bundle is ~650 MB, copied to every executor),
     Python on the driver only (the executors get CLUSTER_PYTHON), loopback; `java_options` for the driver and the
-    executors, `jars` by --jars, `cores`: spark.cores.max (None: all the cluster's), `conf` added last."""
+    executors, `jars` by --jars, `cores`: spark.cores.max (None: all the cluster's), `conf` added last.
+    `driver_class_path=False`: the caller gives the driver the s3a jars by SPARK_DIST_CLASSPATH, after Spark's
+    jars, where a JVM class archive made without them still matches the class path."""
     s3a = ":".join(s3a_jars())
     settings = {
         "spark.executor.extraClassPath": s3a,
@@ -1354,7 +1356,7 @@ def spark_submit_command(*, executor_memory: str = "1g", driver_memory: str | No
         **(conf or {}),
     }
     return [str(spark_home() / "bin" / "spark-submit"), "--master", SPARK_MASTER_URL, "--deploy-mode", "client",
-            "--driver-class-path", s3a,
+            *(["--driver-class-path", s3a] if driver_class_path else []),
             *(["--driver-memory", driver_memory] if driver_memory else []),
             *(["--driver-java-options", java_options] if java_options else []),
             *(["--jars", ",".join(jars)] if jars else []),

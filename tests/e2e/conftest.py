@@ -57,8 +57,8 @@ def missing_s3_jars(stack) -> list[str]:
 
 # The modules of the stack's Spark cluster (the `st` fixture): some kill its workers, so they run one after another,
 # on one pytest-xdist worker (xdist_scope)
-CLUSTER_MODULES = ("test_cluster_recipe.py", "test_cluster_s3.py", "test_object_store_locks.py", "test_s3_kill9.py",
-                   "test_stack_s3_cluster.py")
+CLUSTER_MODULES = ("test_class_archive_submit.py", "test_cluster_recipe.py", "test_cluster_s3.py",
+                   "test_object_store_locks.py", "test_s3_kill9.py", "test_stack_s3_cluster.py")
 
 
 def xdist_scope(nodeid: str) -> str:

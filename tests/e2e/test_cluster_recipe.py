@@ -8,7 +8,6 @@ nothing is downloaded. The demo's first events (installed with the package) are 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -31,12 +30,6 @@ IVY_SETTINGS = """<ivysettings>
   </resolvers>
 </ivysettings>
 """
-EXPECTED = [  # the demo's part-1.jsonl as the view shows it: key 3 deleted, key 1's TOAST placeholder resolved
-    ["customers", 1, "sally.t@example.com", True], ["customers", 2, "gbailey@example.com", True],
-    ["customers", 4, "annek@example.com", True],
-    ["orders", 10, "shipped", True], ["orders", 11, "placed", True], ["orders", 12, "placed", True],
-    ["orders", 13, "placed", True],
-]
 
 
 def page_variable(name: str) -> str:
@@ -95,10 +88,7 @@ def followed(st, stack, tmp_path_factory):
         try:
             jobs["land"] = recipe.run("land", "land")
             jobs["compact"] = recipe.run("compact", "compact")
-            jobs["sql"] = recipe.run("sql", "sql", (
-                f"SELECT 'customers' AS t, id AS k, email AS v, bio LIKE 'Grew up by the sea.%' AS ok "
-                f"FROM `{database}`.public_customers UNION ALL "
-                f"SELECT 'orders', order_id, status, true FROM `{database}`.shop_orders ORDER BY t, k"))
+            jobs["sql"] = recipe.run("sql", "sql", cluster.demo_part_1_query(database))
             yield {"jobs": jobs, "package": package, "ivy": folder / "ivy", "recipe": recipe}
         finally:
             if os.environ.get("LAKECOMPACT_KEEP_STACK") != "1":
@@ -132,5 +122,4 @@ def test_land_and_compact_on_the_cluster_and_the_views_read_back(followed):
     assert re.search(r"^land: batch 1\b", jobs["land"].stdout, re.MULTILINE), jobs["land"].tail()
     assert re.search(r"^compact public_customers: base v0 -> v1:", jobs["compact"].stdout, re.MULTILINE), \
         jobs["compact"].tail()
-    rows = [json.loads(line) for line in jobs["sql"].stdout.splitlines() if line.startswith("{")]
-    assert [[row["t"], row["k"], row["v"], row["ok"]] for row in rows] == EXPECTED, jobs["sql"].tail()
+    assert cluster.demo_part_1_rows(jobs["sql"]) == cluster.DEMO_PART_1, jobs["sql"].tail()

@@ -4,6 +4,7 @@ to every Spark driver JVM; a damaged one is never used (a JVM given one aborts).
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 
 import pytest
@@ -31,6 +32,13 @@ def _flags(options: str) -> dict[str, str]:
     return {line.split()[1]: line.split()[3] for line in flags.stdout.splitlines() if len(line.split()) > 3}
 
 
+def _dumped(options) -> str:
+    """A workload of class_archive.build: a real JVM that dumps the classes it loaded as it exits; its class path
+    (the default)."""
+    assert _java(*options).returncode == 0
+    return ""
+
+
 def _driver_options(one_shot: bool = False, spark_conf: dict | None = None) -> str:
     return session_conf_of({"conf": spark_conf or {}}, one_shot=one_shot)["spark.driver.extraJavaOptions"]
 
@@ -39,11 +47,7 @@ def test_an_archive_dumped_by_a_jvm_is_put_in_place_and_given_to_every_driver_jv
     assert class_archive.java_options() == []
     assert "SharedArchiveFile" not in _driver_options()
 
-    def workload(options):
-        assert _java(*options).returncode == 0  # a real JVM that dumps the classes it loaded as it exits
-        return ""  # its class path: the default
-
-    path = class_archive.build(workload)
+    path = class_archive.build(_dumped)
     assert path == class_archive.archive_path() and path.stat().st_size > 10_000
     options = class_archive.java_options()
     assert options[0] == f"-XX:SharedArchiveFile={path}"
@@ -57,6 +61,18 @@ def test_an_archive_dumped_by_a_jvm_is_put_in_place_and_given_to_every_driver_jv
     one_shot = _java(*options, "-XX:TieredStopAtLevel=1", "-Xshare:on")
     assert one_shot.returncode == 0 and "warning" not in one_shot.stderr.lower(), one_shot.stderr
     assert class_archive.build(lambda options: pytest.fail("built again")) == path
+
+
+def test_the_option_printed_for_spark_submit_maps_the_archive():
+    """spark-submit starts the driver's JVM with none of lakecompact's options: the printed one, as spark-submit
+    passes it on, makes a JVM map the archive (-Xshare:on: or not start at all)."""
+    path = class_archive.build(_dumped)
+    advice, line = class_archive.for_spark_submit(path).splitlines()
+    flag, options = shlex.split(line)
+    assert (flag, options) == ("--driver-java-options", f"-XX:SharedArchiveFile={path}")
+    assert "not --driver-class-path" in advice
+    mapped = _java(*options.split(), "-Xshare:on")
+    assert mapped.returncode == 0, mapped.stderr
 
 
 def test_the_drivers_java_options_of_the_config_are_added_after_lakecompacts_and_win_where_they_conflict():
@@ -99,11 +115,7 @@ def test_a_damaged_dump_is_never_put_in_place(cache):
 
 
 def test_an_archive_whose_size_changed_is_not_used(cache):
-    def workload(options):
-        assert _java(*options).returncode == 0
-        return ""
-
-    path = class_archive.build(workload)
+    path = class_archive.build(_dumped)
     with open(path, "r+b") as archive:
         archive.truncate(path.stat().st_size // 2)
     aborted = _java(f"-XX:SharedArchiveFile={path}", *class_archive.QUIET, f"-XX:ErrorFile={os.devnull}")

@@ -234,6 +234,29 @@ def poll(check: Callable[[], Any], timeout: float, what: str, job: Job | None = 
         time.sleep(interval)
 
 
+# -- the demo's first events ----------------------------------------------------------------------------------
+# examples/events/part-1.jsonl as the views show it: key 3 deleted, key 1's TOAST placeholder resolved
+DEMO_PART_1 = [
+    ["customers", 1, "sally.t@example.com", True], ["customers", 2, "gbailey@example.com", True],
+    ["customers", 4, "annek@example.com", True],
+    ["orders", 10, "shipped", True], ["orders", 11, "placed", True], ["orders", 12, "placed", True],
+    ["orders", 13, "placed", True],
+]
+
+
+def demo_part_1_query(database: str) -> str:
+    """The `sql` that reads both views of a lake of the demo's first events, as demo_part_1_rows takes it."""
+    return (f"SELECT 'customers' AS t, id AS k, email AS v, bio LIKE 'Grew up by the sea.%' AS ok "
+            f"FROM `{database}`.public_customers UNION ALL "
+            f"SELECT 'orders', order_id, status, true FROM `{database}`.shop_orders ORDER BY t, k")
+
+
+def demo_part_1_rows(job: Job) -> list[list]:
+    """The rows a `sql` job of demo_part_1_query printed, as DEMO_PART_1 writes them."""
+    rows = [json.loads(line) for line in job.stdout.splitlines() if line.startswith("{")]
+    return [[row["t"], row["k"], row["v"], row["ok"]] for row in rows]
+
+
 # -- the views through the Thrift server -------------------------------------------------------------------------
 def _read_expression(column: Column, spark_type: str) -> str:
     """The column as comparison.canonical_view_rows reads it (timestamps to microseconds, exact decimals)."""
