@@ -227,7 +227,11 @@ def history_cost(step: str) -> Callable[[dict], Measure | None]:
         on, off = _sum(doc, HISTORY_ON, step), _sum(doc, HISTORY_OFF, step)
         if not on or not off:
             return None
-        return Measure(on / off, f"{on:.1f} s with row history, {off:.1f} s without")
+        cpu = {run: next((s["info"].get("cpu_seconds") for s in doc["steps"] if s["run"] == run and s["step"] == step),
+                         None) for run in (HISTORY_ON, HISTORY_OFF)}
+        used = f"; CPU {cpu[HISTORY_ON]:.1f} s against {cpu[HISTORY_OFF]:.1f} s, " \
+               f"{cpu[HISTORY_ON] / cpu[HISTORY_OFF]:.2f}×" if all(cpu.values()) else ""
+        return Measure(on / off, f"{on:.1f} s with row history, {off:.1f} s without{used}")
     return measure
 
 

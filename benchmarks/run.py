@@ -124,6 +124,17 @@ def _cpu_ticks(pid: int) -> int:
         return 0
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds used so far by pid and its descendants that are still running (python + its JVM + the JVM's
+    Python workers): a step's own CPU, less sensitive than its wall time to other processes on the machine."""
+    tree, todo, ticks = _children(), [pid], 0
+    while todo:
+        p = todo.pop()
+        ticks += _cpu_ticks(p)
+        todo.extend(tree.get(p, []))
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def _memory_kb(pid: int) -> tuple[int, int]:
     rss = hwm = 0
     try:
@@ -1433,6 +1444,16 @@ def scenario_history(args) -> None:
         spec += [(group, "lakecompact, history off", HISTORY_OFF, steps, "reference"),
                  (group, "lakecompact, history on", HISTORY_ON, steps, "row_history = true")]
     summary = summary_rows(run, spec, {group: run.seconds(HISTORY_OFF, *steps) for group, _, _, steps, _ in spec})
+
+    def cpu(run_name: str, steps: list[str]) -> float | None:
+        found = {s["step"]: s.get("info", {}).get("cpu_seconds") for s in run.runs.get(run_name, {}).get("steps", [])}
+        values = [found.get(step) for step in steps]
+        return round(sum(values), 1) if None not in values else None
+
+    for row in summary:  # the CPU the steps used: what the machine's other processes change less than wall time
+        mine, off = cpu(row["run"], row["steps"]), cpu(HISTORY_OFF, row["steps"])
+        if mine is not None:
+            row["note"] += f"; CPU {mine:.1f} s" + (f" ({fmt(ratio_of(mine, off))}×)" if row["run"] == HISTORY_ON else "")
     for when, what in (("compacted base", "compacted"), ("pending increments", f"the change ({c:,} events) pending")):
         group = f"SELECT count(*), sum(score) at {n:,} rows, {what}"
         _, view = run.repeated(HISTORY_ON, f"read view ({when})")
@@ -1457,6 +1478,9 @@ def scenario_history(args) -> None:
          f"rewrites it (lakecompact.views.as_of, once before the timed reads) onto `<t>_history`: as of {between} "
          f"(UTC; the snapshot's source time is 30 minutes before, the change's from 30 minutes after) and as of "
          f"{after} (after the change, the view's rows). Ratios: to the view's read in the same process and state."),
+        ("CPU: the CPU seconds of the process and its children (the JVM and its Python workers) over the step, read "
+         "from /proc; a child that ended during the step is not counted. Other processes on the machine change it "
+         "less than the step's wall time."),
         ("lakecompact lands the snapshot in one land run." if len(snap_steps) == 1 else
          f"lakecompact lands the snapshot in {len(snap_steps)} land runs of at most {args.land_batch_files} files."),
     ]
