@@ -218,6 +218,32 @@ def view_read(doc: dict) -> Measure | None:
     return Measure(pending / compacted, f"{pending:.2f} s with the hour pending, {compacted:.2f} s compacted")
 
 
+HISTORY_OFF, HISTORY_ON = "lakecompact@history=off", "lakecompact@history=on"  # run.py's scenario_history
+
+
+def history_cost(step: str) -> Callable[[dict], Measure | None]:
+    """A compaction of the merge workload with `row_history` on against the same with it off, in one run."""
+    def measure(doc: dict) -> Measure | None:
+        on, off = _sum(doc, HISTORY_ON, step), _sum(doc, HISTORY_OFF, step)
+        if not on or not off:
+            return None
+        cpu = {run: next((s["info"].get("cpu_seconds") for s in doc["steps"] if s["run"] == run and s["step"] == step),
+                         None) for run in (HISTORY_ON, HISTORY_OFF)}
+        used = f"; CPU {cpu[HISTORY_ON]:.1f} s against {cpu[HISTORY_OFF]:.1f} s, " \
+               f"{cpu[HISTORY_ON] / cpu[HISTORY_OFF]:.2f}×" if all(cpu.values()) else ""
+        return Measure(on / off, f"{on:.1f} s with row history, {off:.1f} s without{used}")
+    return measure
+
+
+def as_of_read(doc: dict) -> Measure | None:
+    """`sql --as-of` a moment between the snapshot and the change against the same read of the view, compacted."""
+    as_of = _median(doc, HISTORY_ON, "read as of between snapshot and change (compacted base)")
+    view = _median(doc, HISTORY_ON, "read view (compacted base)")
+    if not as_of or not view:
+        return None
+    return Measure(as_of / view, f"{as_of:.2f} s as of {doc['params'].get('as_of')}, {view:.2f} s the view")
+
+
 def small_command(doc: dict) -> Measure | None:
     """The slowest whole command over 15 s, and the compaction's peak memory as the base grows."""
     timed = [(seconds, step, run.split("=", 1)[1]) for run in doc["runs"] if run.startswith("lakecompact-cli@N=")
@@ -350,6 +376,14 @@ TARGETS = (
            base_scaling),
     Target("a read of the view with an hour of increments pending (12 batches, 100,000 events) against the compacted "
            "view", "at most 1.5×", lambda v: v <= 1.5, "#10", ("view-read",), view_read),
+    Target("compaction of 100,000 events into 1,000,000 rows with row history on (`row_history = true`: the events "
+           "kept too) against the same with it off", "at most 1.3×", lambda v: v <= 1.3, "#71", ("history",),
+           history_cost("compact v2")),
+    Target("the same for the snapshot's first compaction (1,000,000 rows, which start the history)", "at most 1.3×",
+           lambda v: v <= 1.3, "#71", ("history",), history_cost("compact v1")),
+    Target("a read as of a moment between the snapshot and the change (`sql --as-of`, from `<t>_history`) of "
+           "1,000,000 rows against the same read of the view", "reported", lambda v: v > 0, "#71", ("history",),
+           as_of_read),
     Target("a command on a handful of events, whole process, against 15 s", "below 1.0×", lambda v: v < 1.0, "#10",
            ("small-command",), small_command),
     Target("compaction by `spark-submit` on a Spark cluster, warehouse on S3, against `local[2]` with a local "

@@ -2,7 +2,8 @@
 
     bash benchmarks/setup.sh                        # once: .bench/venv41 (pyspark 4.1 + lakecompact), .bench/jars
     nice -n 10 python benchmarks/run.py merge [--rows 1000000] [--change-rows 100000] [--engines a,b]
-    nice -n 10 python benchmarks/run.py change-size | base-scaling | landing | view-read | small-command | cluster
+    nice -n 10 python benchmarks/run.py change-size | base-scaling | landing | view-read | history | small-command
+    nice -n 10 python benchmarks/run.py cluster
     nice -n 10 python benchmarks/run.py verify                             # the stack's PostgreSQL
     nice -n 10 python benchmarks/run.py landing-schemaless | landing-avro   # landing-avro: the stack's Kafka
     python benchmarks/run.py report                 # docs/performance.md from the results, running nothing
@@ -38,7 +39,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
-from generate import TOPIC, avro_schema, key_schema, value_schema  # benchmarks/generate.py, beside this file
+from generate import TOPIC, TS0, avro_schema, key_schema, value_schema  # benchmarks/generate.py, beside it
 from report import write_page as write_performance_page  # benchmarks/report.py, beside this file
 
 HERE = Path(__file__).resolve().parent
@@ -49,7 +50,7 @@ VENV_PYTHON = BENCH / "venv41" / "bin" / "python"
 JARS = BENCH / "jars"
 RESULTS = HERE / "results"
 SCENARIOS = ("merge", "change-size", "base-scaling", "landing", "landing-schemaless", "landing-avro", "landing-topics",
-             "view-read", "small-command", "cluster", "verify")
+             "view-read", "history", "small-command", "cluster", "verify")
 PEERS = ("delta", "delta-dv", "iceberg-cow", "iceberg-mor", "hudi-cow", "hudi-mor")
 PEER_JARS = {peer: peer.split("-")[0] for peer in PEERS}  # .bench/jars/<profile of benchmarks/pom.xml>
 # view-read: the peers whose reads meet pending changes (delete files, deletion vectors) as lakecompact's view does
@@ -121,6 +122,17 @@ def _cpu_ticks(pid: int) -> int:
         return int(fields[11]) + int(fields[12])  # utime + stime
     except (OSError, IndexError, ValueError):
         return 0
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds used so far by pid and its descendants that are still running (python + its JVM + the JVM's
+    Python workers): a step's own CPU, less sensitive than its wall time to other processes on the machine."""
+    tree, todo, ticks = _children(), [pid], 0
+    while todo:
+        p = todo.pop()
+        ticks += _cpu_ticks(p)
+        todo.extend(tree.get(p, []))
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _memory_kb(pid: int) -> tuple[int, int]:
@@ -275,6 +287,7 @@ class Run:
         self.cli_driver_memory: str | None = None  # the CLI runs' spark.driver.memory, when not --driver-memory
         self.lake_sections: dict[str, dict] = {}  # lake.toml sections instead of the files source: [source], [registry]
         self.spark_conf: dict[str, str] = {}  # lake.toml [spark.conf] entries beside the common ones
+        self.table_defaults: dict = {}  # [defaults] settings of the lakes made from here on, e.g. row_history
         self._params: dict = {}
 
     @property
@@ -400,7 +413,7 @@ class Run:
 
     def lake_settings(self, warehouse: Path) -> dict:
         return {"warehouse": str(warehouse), "database": "lake", "buckets": self.args.buckets,
-                "defaults": {"merge_on_read": self.args.merge_on_read}, **self.lake_sections}
+                "defaults": {"merge_on_read": self.args.merge_on_read, **self.table_defaults}, **self.lake_sections}
 
     def lake_toml(self, path: Path, warehouse: Path, paths: list[str]) -> None:
         memory = self.cli_driver_memory or self.args.driver_memory
@@ -413,6 +426,7 @@ class Run:
         for name, values in sections.items():  # JSON's strings, numbers, booleans and arrays are TOML's too
             lines += ["", f"[{name}]", *[f"{key} = {q(value)}" for key, value in values.items()]]
         lines += ["", "[defaults]", f"buckets = {self.args.buckets}", f"merge_on_read = {q(self.args.merge_on_read)}",
+                  *[f"{key} = {q(value)}" for key, value in self.table_defaults.items()],
                   "", "[spark]", f"master = {q(f'local[{self.args.cores}]')}", "", "[spark.conf]"]
         lines += [f"{q(k)} = {q(v)}" for k, v in from_common.items()]
         path.write_text("\n".join(lines) + "\n")
@@ -527,6 +541,12 @@ class Run:
         if any(s not in found for s in steps):
             return None
         return round(sum(found[s] for s in steps), 3)
+
+    def repeated(self, run_name: str, prefix: str) -> tuple[float | None, float | None]:
+        """(best, median) of a step run `--repeat` times (`<prefix> #1`, `#2`, …; or once, as `<prefix>`)."""
+        steps = self.runs.get(run_name, {}).get("steps", [])
+        values = [s["seconds"] for s in steps if s["step"].startswith(prefix)]
+        return (round(min(values), 3), round(sorted(values)[len(values) // 2], 3)) if values else (None, None)
 
     def correctness(self, reference: str | None, expected: dict | None = None) -> dict:
         """Every check of every run against the reference run's check of the same name (the part before ' ['),
@@ -1315,9 +1335,7 @@ def scenario_view_read(args) -> None:
     run.engine("duckdb", "duckdb", [load, *hour, {"op": "check", "name": "after change"}])
 
     def best(prefix, run_name="lakecompact"):
-        steps = run.runs.get(run_name, {}).get("steps", [])
-        values = [s["seconds"] for s in steps if s["step"].startswith(prefix)]
-        return (round(min(values), 3), round(sorted(values)[len(values) // 2], 3)) if values else (None, None)
+        return run.repeated(run_name, prefix)
 
     _, base_med = best("read view (compacted base)")
     summary = []
@@ -1361,6 +1379,114 @@ def scenario_view_read(args) -> None:
                     "steps": ["compact v2"]})
     run.write(f"view-read: an hour of pending increments ({batches} batches, {c:,} events) over {n:,} rows",
               summary, run.correctness("duckdb"), "the view over the compacted base")
+
+
+HISTORY_OFF, HISTORY_ON = "lakecompact@history=off", "lakecompact@history=on"
+
+
+def scenario_history(args) -> None:
+    """Row history's cost (#71): the merge workload (the `merge` scenario's files) by lakecompact in-process with
+    `row_history` off and on, each step timed alike; then, in the run with history, a read of the view against the
+    same read as of a moment between the snapshot and the change (`sql --as-of`'s rewrite onto `<t>_history`),
+    with the change pending and compacted, each `--repeat` times. Ratios: history on / off, as-of / view."""
+    n, c = args.rows or 1_000_000, args.change_rows or 100_000
+    run = Run("history", args)
+    snap = dataset(f"snapshot-{n}", "snapshot", n, args)
+    change = change_after(f"change-{n}-{c}", snap, c, args, 0, n, 1)
+    # the snapshot's source time is TS0, the change's from TS0 + 1 h (one event per ms): a moment between them, and
+    # one after the change
+    moment = lambda ms: datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    between, after = moment(TS0 + 1_800_000), moment(TS0 + 7_200_000 + 1000 * -(-c // 1000))
+    run.params = {"rows": n, "change_rows": c, "buckets": args.buckets, "cores": args.cores,
+                  "land_batch_files": args.land_batch_files, "driver_memory": args.driver_memory,
+                  "shuffle_partitions": args.shuffle_partitions, "events_per_file": args.events_per_file,
+                  "repeat": args.repeat, "as_of": between, "as_of_after_change": after}
+    snap_ops, snap_steps = land_snapshot(snap, args)
+    s_glob, c_glob = snap["glob"], change["glob"]
+
+    def reads(when: str, history: bool) -> list[dict]:
+        ops = [{"op": "read", "step": f"read view ({when})", "repeat": args.repeat}]
+        if history:
+            ops += [{"op": "read", "step": f"read as of between snapshot and change ({when})", "as_of": between,
+                     "repeat": args.repeat},
+                    {"op": "read", "step": f"read as of after the change ({when})", "as_of": after,
+                     "repeat": args.repeat}]
+        return ops
+
+    def as_of_checks(when: str, history: bool) -> list[dict]:
+        return [{"op": "check", "name": f"after load [as of {between}, {when}]", "as_of": between},
+                {"op": "check", "name": f"after change [as of {after}, {when}]", "as_of": after}] if history else []
+
+    for run_name, history in ((HISTORY_OFF, False), (HISTORY_ON, True)):
+        run.table_defaults = {"row_history": history}
+        run.engine(run_name, "lakecompact", [
+            *snap_ops,
+            {"op": "compact", "step": "compact v1"},
+            {"op": "check", "name": "after load"},
+            {"op": "land", "paths": [s_glob, c_glob], "step": "land change"},
+            *reads("pending increments", history),
+            {"op": "check", "name": "after change [view with pending increments]"},
+            *as_of_checks("change pending", history),
+            {"op": "compact", "step": "compact v2"},
+            *reads("compacted base", history),
+            {"op": "check", "name": "after change"},
+            *as_of_checks("compacted", history),
+        ])
+    run.table_defaults = {}
+
+    workload = [*snap_steps, "compact v1", "land change", "compact v2"]
+    spec = []
+    for group, steps in [(f"compact v2: the change's compaction ({c:,} events into {n:,} rows)", ["compact v2"]),
+                         (f"compact v1: the snapshot's compaction ({n:,} rows)", ["compact v1"]),
+                         (f"land the snapshot ({len(snap_steps)} land run(s))", snap_steps),
+                         ("land the change", ["land change"]),
+                         ("the merge workload (land + compact v1, land change + compact v2)", workload)]:
+        spec += [(group, "lakecompact, history off", HISTORY_OFF, steps, "reference"),
+                 (group, "lakecompact, history on", HISTORY_ON, steps, "row_history = true")]
+    summary = summary_rows(run, spec, {group: run.seconds(HISTORY_OFF, *steps) for group, _, _, steps, _ in spec})
+
+    def cpu(run_name: str, steps: list[str]) -> float | None:
+        found = {s["step"]: s.get("info", {}).get("cpu_seconds") for s in run.runs.get(run_name, {}).get("steps", [])}
+        values = [found.get(step) for step in steps]
+        return round(sum(values), 1) if None not in values else None
+
+    for row in summary:  # the CPU the steps used: what the machine's other processes change less than wall time
+        mine, off = cpu(row["run"], row["steps"]), cpu(HISTORY_OFF, row["steps"])
+        if mine is not None:
+            row["note"] += f"; CPU {mine:.1f} s" + (f" ({fmt(ratio_of(mine, off))}×)" if row["run"] == HISTORY_ON else "")
+    for when, what in (("compacted base", "compacted"), ("pending increments", f"the change ({c:,} events) pending")):
+        group = f"SELECT count(*), sum(score) at {n:,} rows, {what}"
+        _, view = run.repeated(HISTORY_ON, f"read view ({when})")
+        for label, run_name, prefix, note in [
+            ("the view (history on)", HISTORY_ON, f"read view ({when})", "reference"),
+            (f"as of {between} (between the snapshot and the change)", HISTORY_ON,
+             f"read as of between snapshot and change ({when})", "sql --as-of: <t>_history"),
+            (f"as of {after} (after the change: the view's rows)", HISTORY_ON,
+             f"read as of after the change ({when})", "sql --as-of: <t>_history"),
+            ("the view (history off)", HISTORY_OFF, f"read view ({when})", "the other run"),
+        ]:
+            low, median = run.repeated(run_name, prefix)
+            summary.append({"step": group, "engine": label, "seconds": median, "ratio": ratio_of(median, view),
+                            "note": f"median of {args.repeat}, best {fmt(low)} s; {note}", "run": run_name,
+                            "steps": [prefix]})
+    run.notes += [
+        (f"Both runs are lakecompact in-process on the `merge` scenario's files ({n:,} snapshot rows, a change of "
+         f"{c:,} events), each its own process, the same steps timed the same way; \"history on\" has "
+         "`row_history = true` in [defaults]: its compactions also write the events they fold in (`<t>_events`; "
+         "the first starts the history from the snapshot's rows). Ratios of the steps: history on / off."),
+        (f"The as-of reads: `SELECT count(*), sum(score)` over the view rewritten as `lakecompact sql --as-of` "
+         f"rewrites it (lakecompact.views.as_of, once before the timed reads) onto `<t>_history`: as of {between} "
+         f"(UTC; the snapshot's source time is 30 minutes before, the change's from 30 minutes after) and as of "
+         f"{after} (after the change, the view's rows). Ratios: to the view's read in the same process and state."),
+        ("CPU: the CPU seconds of the process and its children (the JVM and its Python workers) over the step, read "
+         "from /proc; a child that ended during the step is not counted. Other processes on the machine change it "
+         "less than the step's wall time."),
+        ("lakecompact lands the snapshot in one land run." if len(snap_steps) == 1 else
+         f"lakecompact lands the snapshot in {len(snap_steps)} land runs of at most {args.land_batch_files} files."),
+    ]
+    run.write(f"history: row history on against off, {n:,} rows + a change of {c:,} events, and an as-of read",
+              summary, run.correctness(HISTORY_OFF), "lakecompact with row history off for the same step; a read: "
+              "the view's read in the run with history")
 
 
 def scenario_small_command(args) -> None:
@@ -2028,7 +2154,7 @@ def main() -> None:
     args.results_dir = args.results_dir.resolve()
     if args.buckets is None:
         rows = args.rows or {"merge": 1_000_000, "change-size": 1_000_000, "view-read": 1_000_000,
-                            "cluster": 1_000_000}.get(args.scenario, 250_000)
+                            "history": 1_000_000, "cluster": 1_000_000}.get(args.scenario, 250_000)
         args.buckets = min(64, max(8, rows // 125_000))
     args.reuse_runs = {r.strip() for r in args.reuse.split(",") if r.strip()}
     if args.report_only:
@@ -2043,7 +2169,8 @@ def main() -> None:
     started = time.monotonic()
     {"merge": scenario_merge, "change-size": scenario_change_size, "base-scaling": scenario_base_scaling,
      "landing": scenario_landing, "landing-schemaless": scenario_landing_schemaless,
-     "landing-avro": scenario_landing_avro, "landing-topics": scenario_landing_topics, "view-read": scenario_view_read, "small-command": scenario_small_command,
+     "landing-avro": scenario_landing_avro, "landing-topics": scenario_landing_topics, "view-read": scenario_view_read,
+     "history": scenario_history, "small-command": scenario_small_command,
      "cluster": scenario_cluster, "verify": scenario_verify}[
         args.scenario](args)
     log(f"{args.scenario}: finished in {time.monotonic() - started:.0f}s")

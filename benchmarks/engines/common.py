@@ -51,6 +51,7 @@ class Recorder:
         self.out = out
         self.result = {"engine": engine, "steps": [], "checks": {}, "error": None, "info": {},
                        "pid": os.getpid(), "started": time.time()}
+        self.cpu_clock = None  # set by an engine: CPU seconds used so far, recorded per step as cpu_seconds
         self.flush()
 
     def flush(self) -> None:
@@ -61,10 +62,12 @@ class Recorder:
     @contextmanager
     def step(self, name: str, **info):
         print(f"[{self.result['engine']}] {name} ...", file=sys.stderr, flush=True)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), self.cpu_clock() if self.cpu_clock else None
         entry = {"step": name, "info": dict(info)}
         yield entry["info"]
         entry["seconds"] = round(time.perf_counter() - started, 3)
+        if cpu is not None:
+            entry["info"]["cpu_seconds"] = round(self.cpu_clock() - cpu, 2)
         self.result["steps"].append(entry)
         print(f"[{self.result['engine']}] {name}: {entry['seconds']:.2f}s", file=sys.stderr, flush=True)
         self.flush()
