@@ -68,8 +68,8 @@ def parsed(events: DataFrame, reader_schema: str, shape: decode.MessageShape, ta
 
 def _message(value: Column, avro: T.DataType, shape: decode.MessageShape, fields: list[Field]) -> Column:
     """The value as decode.wire_struct lays it out."""
-    if not isinstance(avro, T.StructType):
-        return F.lit(None)  # not a record: the JSON path's "payload is not a JSON object"
+    if not isinstance(avro, T.StructType):  # decode.shape_of takes a message for a row only when it is a struct
+        raise SchemaError(f"decoding Avro values: expected a record schema, got {avro.simpleString()}")
     row = {"type": "struct", "fields": [{**f.schema, "field": f.name} for f in fields]}
     present = {f.name: f.dataType for f in avro.fields}
     if shape.kind == "envelope":
