@@ -23,13 +23,15 @@ from lakecompact.schema.model import META_COLUMNS, TableSchema
 RAW_COLUMNS = ("__kafka_topic", "__kafka_partition", "__kafka_offset", "key", "payload", "__origin", "__value_bytes")
 AVRO_PREFIX = "avro:"
 
-_SOURCE_WIRE = struct_type([
+# the fields of an envelope's `source` that decoding reads, with their wire types
+SOURCE_FIELDS = (
     ("connector", "STRING"), ("ts_ms", "BIGINT"), ("ts_sec", "BIGINT"), ("ts_us", "BIGINT"), ("ts_ns", "BIGINT"),
     ("lsn", "BIGINT"), ("file", "STRING"), ("pos", "BIGINT"), ("row", "INT"), ("snapshot", "STRING"),
     ("db", "STRING"), ("schema", "STRING"), ("table", "STRING"),
-])
+)
+_SOURCE_WIRE = struct_type(SOURCE_FIELDS)
 # ExtractNewRecordState add.fields names, as `__<field>` or `__source_<field>`.
-_FLAT_META = {
+FLAT_META = {
     "__op": "STRING",
     "__deleted": "STRING",
     "__lsn": "BIGINT",
@@ -70,14 +72,6 @@ class MessageShape:
     schema_hash: str | None = None  # None: events without an embedded schema
     # flattened rows: whether they say a row was deleted (`__deleted` / `__op`); None: no field seen to tell
     delete_marker: bool | None = None
-
-
-def from_avro_json(events: DataFrame, writer_schema: str) -> DataFrame:
-    """Avro values as JSON text, so one decoding path serves both (see connect.avro_wire)."""
-    from pyspark.sql.avro.functions import from_avro
-
-    decoded = from_avro(F.expr("substring(__value_bytes, 6)"), writer_schema, {"mode": "PERMISSIVE"})
-    return events.withColumn("value_json", F.to_json(decoded))
 
 
 # Connect's JSON converter with schemas on: {"schema": ..., "payload": ...}; each part as its JSON text. One
@@ -356,17 +350,19 @@ def decode_events(
     landed_at: str,
     *,
     parsed: bool = False,
+    avro: bool = False,
 ) -> DataFrame:
     """Split events of one table and one message shape into rows; the `__reason` column is set for bad ones.
 
     Decoding never raises: a value that does not fit its column's type (a DECIMAL(65,30) value of 1e8 in
     DECIMAL(38,30), say) decodes to NULL, and the row's reason names each such column (`_unfit`). `parsed`: the
-    events carry the value already parsed as `m` and the key as `k` (`as_written`), not their texts.
+    events carry the value already parsed as `m` and the key as `k` (`as_written`, `avro_values.parsed`), not
+    their texts; `avro`: in Avro's representation (`avro_values`).
     """
     fields = list(shape.fields) or list(table.fields)
     key_wire = decode_key_wire(shape, table)
     parsed, meta = _parse(events, shape, fields, key_wire, parsed=parsed)
-    columns, toast_checks, unfit = _data_columns(table, fields, bool(key_wire), placeholder)
+    columns, toast_checks, unfit = _data_columns(table, fields, bool(key_wire), placeholder, avro)
     toast = f"filter(array({', '.join(toast_checks)}), x -> x IS NOT NULL)" if toast_checks else "CAST(array() AS ARRAY<STRING>)"
     meta["__toast"] = F.expr(toast)
     meta["__landed_at"] = F.to_timestamp(F.lit(landed_at))
@@ -409,7 +405,7 @@ def wire_struct(shape: MessageShape, fields: list[Field], probes: tuple[tuple[st
              ("op", "STRING"), *probes, ("__corrupt", "STRING")]
         )
     if shape.kind == "flat":
-        return struct_type(wire_row + list(_FLAT_META.items()) + [*probes, ("__corrupt", "STRING")])
+        return struct_type(wire_row + list(FLAT_META.items()) + [*probes, ("__corrupt", "STRING")])
     raise SchemaError(f"decoding rows: expected an envelope or flat message shape, got {shape.kind!r}")
 
 
@@ -437,7 +433,7 @@ def _parse(
 
 
 def _data_columns(
-    table: TableSchema, fields: list[Field], keyed_message: bool, placeholder: str
+    table: TableSchema, fields: list[Field], keyed_message: bool, placeholder: str, avro: bool
 ) -> tuple[list[Column], list[str], list[Column]]:
     """Each table column decoded from the image (a key column falling back to the message key); the TOAST
     checks (SQL naming the column whose value is the placeholder); the reasons of values that do not fit."""
@@ -451,14 +447,14 @@ def _data_columns(
             columns.append(F.lit(None).cast(field.table_type).alias(name))
             continue
         wire_schema = present[name].schema  # this event's own type; a widened table type is a cast away
-        value = decode(f"image.{quote(name)}", wire_schema)
-        check = is_placeholder(f"image.{quote(name)}", wire_schema, placeholder)
+        value = decode(f"image.{quote(name)}", wire_schema, avro=avro)
+        check = is_placeholder(f"image.{quote(name)}", wire_schema, placeholder, avro=avro)
         if check:
             toast_checks.append(f"IF({check}, '{name}', NULL)")
             value = f"IF({check}, NULL, {value})"
         keyed = name in table.key and keyed_message
         if keyed:
-            value = f"coalesce({value}, {decode(f'k.{quote(name)}', wire_schema)})"
+            value = f"coalesce({value}, {decode(f'k.{quote(name)}', wire_schema, avro=avro)})"
         columns.append(F.expr(f"try_cast({value} AS {field.table_type})").alias(name))
         unfit.append(_unfit(name, field.table_type, wire_schema, toastable=bool(check), keyed=keyed))
     return columns, toast_checks, unfit

@@ -25,7 +25,7 @@ from lakecompact import crashpoints
 from lakecompact.catalog import DELETE_FORM_PROPERTY, UNPLACED, Catalog
 from lakecompact.config import Config
 from lakecompact.errors import LakecompactError, SchemaError
-from lakecompact.landing import decode, files
+from lakecompact.landing import avro_values, decode, files
 from lakecompact.landing.decode import MessageShape
 from lakecompact.landing.intent import LandIntent, Requeue
 from lakecompact.naming import base_table, increments_table, table_for_topic
@@ -680,7 +680,7 @@ class Landing:
 
         def decoded(events: DataFrame) -> DataFrame:
             if writer_schema is not None:
-                events = decode.from_avro_json(events, writer_schema)
+                return avro_values.decode_events(events, writer_schema, shape, schema, placeholder, landed_at)
             return decode.decode_events(events, shape, schema, placeholder, landed_at)
 
         return schema, decoded

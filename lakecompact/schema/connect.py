@@ -5,6 +5,10 @@ is a base64 string on the wire), and the *table* type it is stored as (DECIMAL(p
 the Spark SQL expression that turns the one into the other, so decoding stays inside Spark. It never
 raises, not even under ANSI mode: a value that does not fit its table type decodes to NULL, which
 `lost_inside()` (and the caller's own null check) then finds.
+
+Avro values (`from_avro`) are decoded by the same expressions: they hold the same numbers and strings as
+JsonConverter's JSON, and differ only where JSON has to spell bytes as base64 text (`avro=True`), and in the
+types Avro carries typed (`avro_wire`).
 """
 
 from __future__ import annotations
@@ -134,8 +138,9 @@ SPARK_MAX_PRECISION = 38
 
 
 def avro_wire(schema: dict[str, Any]) -> dict[str, Any]:
-    """Mark the types that Avro (through Spark's from_avro and to_json) carries as typed text, not as
-    JsonConverter's encodings: decimals as numbers, Connect dates and timestamps as ISO strings."""
+    """Mark the types that Avro (through Spark's from_avro) carries typed, not in JsonConverter's encodings:
+    decimals as DECIMAL, Connect dates and timestamps as DATE and TIMESTAMP; a cast away from the table's type,
+    as is their text."""
     out = _with_parts(schema, avro_wire)
     wide = int(out.get("parameters", {}).get("connect.decimal.precision", 64)) > SPARK_MAX_PRECISION
     if out.get("name") in AVRO_TYPED and not (out.get("name") == DECIMAL and wide):
@@ -198,20 +203,26 @@ def _let(expression: str, body) -> str:
     return f"element_at(transform(array({expression}), {var} -> {body(var)}), 1)"
 
 
-def decode(expression: str, schema: dict[str, Any]) -> str:
-    """Spark SQL turning the wire value `expression` into the table type of `schema` (NULL: it does not fit)."""
+def _bytes(expression: str, avro: bool) -> str:
+    """The bytes of a bytes-typed wire value: Avro's are bytes already, JsonConverter's are base64 text."""
+    return expression if avro else _from_base64(expression)
+
+
+def decode(expression: str, schema: dict[str, Any], *, avro: bool = False) -> str:
+    """Spark SQL turning the wire value `expression` into the table type of `schema` (NULL: it does not fit).
+    `avro`: the value is Avro's, as `from_avro` gives it (bytes as bytes)."""
     name, kind = schema.get("name"), schema.get("type")
     if schema.get("wire") == "avro":
         return f"try_cast({expression} AS {table_type(schema)})"
     if name == DECIMAL:
         scale = int(schema.get("parameters", {}).get("scale", 0))
-        text = _with_scale(_unscaled_from_base64(expression), str(scale))
+        text = _with_scale(_unscaled(expression, avro), str(scale))
         return _exact_decimal(text, table_type(schema), scale)  # the table keeps the scale: no rounding check
     if name == VARIABLE_SCALE_DECIMAL:
         return _let(
             expression,
             lambda v: _exact_decimal(
-                _with_scale(_unscaled_from_base64(f"{v}.{quote('value')}"), f"{v}.{quote('scale')}"),
+                _with_scale(_unscaled(f"{v}.{quote('value')}", avro), f"{v}.{quote('scale')}"),
                 VARIABLE_SCALE_DECIMAL_TYPE,
                 None,
             ),
@@ -227,28 +238,28 @@ def decode(expression: str, schema: dict[str, Any]) -> str:
     if name == ZONED_TIMESTAMP:
         return f"try_cast({expression} AS TIMESTAMP)"
     if kind == "bytes":
-        return _from_base64(expression)
+        return _bytes(expression, avro)
     if kind in _PRIMITIVE:
         return expression
     if kind == "array":
         var = _var()
-        return f"transform({expression}, {var} -> {decode(var, schema['items'])})"
+        return f"transform({expression}, {var} -> {decode(var, schema['items'], avro=avro)})"
     if kind == "map":
         key, value = _var(), _var()
-        return f"transform_values({expression}, ({key}, {value}) -> {decode(value, schema['values'])})"
+        return f"transform_values({expression}, ({key}, {value}) -> {decode(value, schema['values'], avro=avro)})"
     if kind == "struct":
-        parts = ", ".join(_struct_part(expression, f) for f in schema.get("fields", []))
+        parts = ", ".join(_struct_part(expression, f, avro) for f in schema.get("fields", []))
         return f"CASE WHEN {expression} IS NULL THEN NULL ELSE named_struct({parts}) END"
     raise SchemaError(f"unsupported Connect schema type {kind!r} (name {name!r})")
 
 
-def _struct_part(expression: str, field: dict[str, Any]) -> str:
+def _struct_part(expression: str, field: dict[str, Any], avro: bool) -> str:
     name = check_identifier(field["field"], "struct field")
-    return f"'{name}', {decode(f'{expression}.{quote(name)}', field)}"
+    return f"'{name}', {decode(f'{expression}.{quote(name)}', field, avro=avro)}"
 
 
-def _unscaled_from_base64(expression: str) -> str:
-    """Big-endian two's complement bytes (base64) → the signed unscaled integer as DECIMAL(38,0).
+def _unscaled(expression: str, avro: bool) -> str:
+    """Big-endian two's complement bytes → the signed unscaled integer as DECIMAL(38,0).
 
     Negative numbers are read through their complement, so no intermediate exceeds 38 digits.
     """
@@ -269,7 +280,7 @@ def _unscaled_from_base64(expression: str) -> str:
             f"CAST(1 AS DECIMAL(1,0))), {fold})"
         )
 
-    return _let(f"hex({_from_base64(expression)})", digits)
+    return _let(f"hex({_bytes(expression, avro)})", digits)
 
 
 def _with_scale(unscaled: str, scale: str) -> str:
@@ -381,23 +392,42 @@ def toast_forms(placeholder: str) -> dict[str, list[Any]]:
     }
 
 
-def is_placeholder(expression: str, schema: dict[str, Any], placeholder: str) -> str | None:
-    """A boolean SQL expression: the wire value is the placeholder. None when the type cannot be TOASTed."""
+def is_placeholder(expression: str, schema: dict[str, Any], placeholder: str, *, avro: bool = False) -> str | None:
+    """A boolean SQL expression: the wire value is the placeholder. None when the type cannot be TOASTed.
+    `avro`: the value is Avro's, compared as JsonConverter's text of it (`_as_text`), so that the same values
+    count as the placeholder whichever way they came."""
     forms = toast_forms(placeholder)
     kind = schema.get("type")
     if kind in ("string", "bytes"):
         values = ", ".join(_literal(v) for v in forms["string"])
-        return f"coalesce({expression} IN ({values}), false)"
+        return f"coalesce({_as_text(expression, schema, avro)} IN ({values}), false)"
     if kind == "array":
-        item = schema.get("items", {}).get("type")
-        key = "string_array" if item in ("string", "bytes") else "number_array" if item in _PRIMITIVE else None
+        items = schema.get("items", {})
+        key = ("string_array" if items.get("type") in ("string", "bytes")
+               else "number_array" if items.get("type") in _PRIMITIVE and not _as_typed(items, avro) else None)
         if key is None:
             return None
-        checks = " OR ".join(f"{expression} = array({', '.join(_literal(x) for x in form)})" for form in forms[key])
+        var = _var()
+        text = _as_text(var, items, avro)
+        texts = expression if text == var else f"transform({expression}, {var} -> {text})"
+        checks = " OR ".join(f"{texts} = array({', '.join(_literal(x) for x in form)})" for form in forms[key])
         return f"coalesce({checks}, false)"
     if kind == "map":
-        return f"coalesce(element_at({expression}, {_literal(placeholder)}) = {_literal(placeholder)}, false)"
+        value = _as_text(f"element_at({expression}, {_literal(placeholder)})", schema.get("values", {}), avro)
+        return f"coalesce({value} = {_literal(placeholder)}, false)"
     return None
+
+
+def _as_typed(schema: dict[str, Any], avro: bool) -> bool:
+    """Whether Avro gives the value typed (a decimal, a date, a timestamp; see avro_wire), not as its number."""
+    return avro and schema.get("wire") == "avro"
+
+
+def _as_text(expression: str, schema: dict[str, Any], avro: bool) -> str:
+    """The value as JsonConverter's text of it: Avro's bytes as base64, its typed values as their text."""
+    if _as_typed(schema, avro):
+        return f"CAST({expression} AS STRING)"
+    return f"base64({expression})" if avro and schema.get("type") == "bytes" else expression
 
 
 def _literal(value: Any) -> str:

@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from lakecompact import sql
 from lakecompact.config import Config
 from lakecompact.errors import LakecompactError, SchemaError
-from lakecompact.landing import decode, kafka
+from lakecompact.landing import avro_values, decode, kafka
 from lakecompact.naming import table_for_topic
 from lakecompact.report import say
 from lakecompact.schema.connect import avro_reader_schema, avro_wire
@@ -149,8 +149,10 @@ def table_events(config: Config, messages: DataFrame, schema: TableSchema, topic
         these = events.where((F.col("__kafka_topic") == group["__kafka_topic"])
                              & F.col("value_schema_hash").eqNullSafe(group["value_schema_hash"]))
         if writer is not None:
-            these = decode.from_avro_json(these, json.dumps(avro_reader_schema(writer)))
-        rows = decode.decode_events(these, shape, schema, placeholder, landed_at)
+            rows = avro_values.decode_events(these, json.dumps(avro_reader_schema(writer)), shape, schema, placeholder,
+                                             landed_at)
+        else:
+            rows = decode.decode_events(these, shape, schema, placeholder, landed_at)
         decoded.append(rows.select(*schema.key, "__op"))
     return functools.reduce(DataFrame.unionByName, decoded) if decoded else None
 

@@ -13,6 +13,7 @@ import pytest
 from lakecompact.errors import SchemaError
 from lakecompact.schema.avro import AvroSchemaError, connect_schema, envelope_row_schema, key_fields
 from lakecompact.schema.connect import row_fields, table_type
+from tests.support.avro import avro_type as _avro_type
 from tests.support.paths import DEBEZIUM_EVENTS
 from tests.support.registry_server import read_avsc
 
@@ -359,66 +360,6 @@ def test_envelope_without_a_record_after_is_rejected():
 
 
 # -- round trip over every Connect schema embedded in tests/fixtures/debezium-events ---------------
-
-
-def to_avro(schema: dict, named: set[str]) -> object:
-    """A Connect JSON schema as Confluent's AvroData.fromConnectSchema writes it (the parts Debezium uses)."""
-    kind, name = schema["type"], schema.get("name")
-    props = {}
-    if name:
-        props["connect.name"] = name
-    if "version" in schema:
-        props["connect.version"] = schema["version"]
-    if "doc" in schema:
-        props["connect.doc"] = schema["doc"]
-    if schema.get("parameters"):
-        props["connect.parameters"] = schema["parameters"]
-    if "default" in schema:
-        props["connect.default"] = schema["default"]
-    if kind == "struct":
-        full = name or "io.confluent.connect.avro.ConnectDefault"
-        if full in named:
-            return full  # a second use of a named type is a reference to it
-        named.add(full)
-        namespace, _, simple = full.rpartition(".")
-        record = {
-            "type": "record",
-            "name": simple,
-            "fields": [_avro_field(f, named) for f in schema["fields"]],
-        }
-        if namespace:
-            record["namespace"] = namespace
-        return {**record, **props}
-    if kind == "array":
-        return {"type": "array", "items": _avro_type(schema["items"], named), **props}
-    if kind == "map":
-        return {"type": "map", "values": _avro_type(schema["values"], named), **props}
-    if name == "org.apache.kafka.connect.data.Decimal":
-        params = schema["parameters"]
-        precision = int(params.get("connect.decimal.precision", 64))  # AvroData's default when none is given
-        extra = {"logicalType": "decimal", "scale": int(params["scale"]), "precision": precision}
-        return {"type": "bytes", **extra, **props}
-    base = {"int8": "int", "int16": "int", "int32": "int", "int64": "long", "float": "float", "double": "double",
-            "boolean": "boolean", "string": "string", "bytes": "bytes"}[kind]  # fmt: skip
-    if kind in ("int8", "int16"):
-        props["connect.type"] = kind
-    return {"type": base, **props} if props else base
-
-
-def _avro_type(schema: dict, named: set[str]) -> object:
-    converted = to_avro(schema, named)
-    if not schema.get("optional"):
-        return converted
-    return [converted, "null"] if "default" in schema else ["null", converted]
-
-
-def _avro_field(field: dict, named: set[str]) -> dict:
-    out = {"name": field["field"], "type": _avro_type(field, named)}
-    if field.get("optional"):
-        out["default"] = field.get("default")
-    elif "default" in field:
-        out["default"] = field["default"]
-    return out
 
 
 def embedded_schemas() -> list[tuple[str, dict]]:
