@@ -36,8 +36,9 @@ def test_every_step_has_a_kill_point():
 
 def test_the_command_line_contract_with_kills_inside_land_and_compact(tmp_path):
     """land, compact, sql, status and views as a user runs them (docs/design.md "Contract"), each of land and compact first
-    killed half-way; one history, so that every process start (a JVM each) checks as much as it can."""
-    config = minimal_config(tmp_path)
+    killed half-way; one history, so that every process start (a JVM each) checks as much as it can. The table keeps
+    row history, so the compaction killed half-way is one that also writes it (docs/design.md "Row history")."""
+    config = minimal_config(tmp_path, "[defaults]\nrow_history = true\n")
     (tmp_path / "events").mkdir()
     pg = Topic("pg.public.items", [("id", INT), ("name", TEXT), ("price", decimal(10, 2)), ("day", DATE)], ["id"])
     write_kcat(tmp_path / "events" / "part-1.jsonl", [
@@ -67,6 +68,10 @@ def test_the_command_line_contract_with_kills_inside_land_and_compact(tmp_path):
     assert finished.returncode == 0, finished.stderr
     assert "nothing pending (base v1)" in finished.stdout  # the killed run's version stands, finished by this one
     assert sql_lines(config, query) == expected  # the base alone, the increment archived
+    # as of the events' source time (1,700,000,000 s), the row history holds what the view holds
+    as_of = run(config, "sql", "--as-of", "2023-11-14 22:13:20", "SELECT id, name FROM lake.public_items ORDER BY id")
+    assert as_of.returncode == 0, as_of.stderr
+    assert as_of.stdout.splitlines() == ['{"id":1,"name":"a2"}', '{"id":2,"name":null}']
 
     status = run(config, "status", "--json")
     assert status.returncode == 0, status.stderr
