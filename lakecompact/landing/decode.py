@@ -80,6 +80,8 @@ class MessageShape:
 _WRAPPER = struct_type([("schema", "STRING"), ("payload", "STRING")])
 _PAYLOAD_ONLY = struct_type([("payload", "STRING")])
 _WRAPPER_OPTIONS = {"allowUnquotedControlChars": "true"}
+# a parse that says when a text does not parse whole into its struct: `__corrupt` holds it then
+_WHOLE = {"columnNameOfCorruptRecord": "__corrupt", "mode": "PERMISSIVE"}
 # How Connect's JSON converter writes a value with its schema: no space, the schema first.
 _CONNECT_FORM = '{"schema":'
 _CONNECT_PAYLOAD = ',"payload":'
@@ -250,22 +252,21 @@ def as_written(raw: DataFrame, written: Written, fields: list[Field], key_wire: 
     tombstone of the topic. Every other event of the topic fits neither, and lands the careful way (split_message).
     A plain value fits when it parses whole with neither of Connect's wrapper keys and has an op; its key, when
     it has one, likewise."""
-    options = {**_WRAPPER_OPTIONS, "columnNameOfCorruptRecord": "__corrupt", "mode": "PERMISSIVE"}
+    options = {**_WRAPPER_OPTIONS, **_WHOLE}
     of_topic = F.col("__line_reason").isNull() & F.coalesce(F.col("__kafka_topic") == written.topic, F.lit(False))
     if written.plain:
         # parsed as the careful way parses a value without a schema (`_parse`): control characters not allowed
-        plain = {"columnNameOfCorruptRecord": "__corrupt", "mode": "PERMISSIVE"}
         probes = tuple((name, "STRING") for name in sorted(_WRAPPER_KEYS))
         candidate = of_topic & F.col("payload").isNotNull()
         key_parsed = struct_type([*key_wire, *probes, ("__corrupt", "STRING")])
+        key = F.when(candidate, F.from_json("key", key_parsed, _WHOLE)) if key_wire else F.lit(None).cast(key_parsed)
         parsed = raw.select("*", of_topic.alias("__of_topic"), candidate.alias("__candidate"),
                             F.when(candidate, F.from_json("payload", wire_struct(written.shape, fields, probes),
-                                                          plain)).alias("m"),
-                            F.when(candidate & F.lit(bool(key_wire)), F.from_json("key", key_parsed, plain))
-                            .alias("k"))
+                                                          _WHOLE)).alias("m"),
+                            key.alias("k"))
         unwrapped = F.col("m.schema").isNull() & F.col("m.payload").isNull()
-        key_whole = (F.col("key").isNull() | ~F.lit(bool(key_wire))
-                     | (F.col("k.__corrupt").isNull() & F.col("k.schema").isNull() & F.col("k.payload").isNull()))
+        key_whole = F.lit(True) if not key_wire else F.col("key").isNull() | (
+            F.col("k.__corrupt").isNull() & F.col("k.schema").isNull() & F.col("k.payload").isNull())
         fits = (F.col("__candidate") & F.col("m").isNotNull() & F.col("m.__corrupt").isNull() & unwrapped
                 & F.col("m.op").isNotNull() & key_whole)
     else:
@@ -417,7 +418,7 @@ def _parse(
     wire = wire_struct(shape, fields)
     if not parsed:
         events = events.withColumn(
-            "m", F.from_json("value_json", wire, {"columnNameOfCorruptRecord": "__corrupt", "mode": "PERMISSIVE"})
+            "m", F.from_json("value_json", wire, _WHOLE)
         )
         if key_wire:
             events = events.withColumn("k", F.from_json("key_json", struct_type(key_wire)))

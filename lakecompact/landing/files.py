@@ -269,10 +269,12 @@ def read(spark: SparkSession, ranges: list[FileRange], unnumbered: list[FileRang
     # read on, bytes that are not UTF-8 would become U+FFFD: data changed without a word. A line with a topic
     # parsed as an object (Spark keeps no partial result of a line that does not parse), so only the others
     # are parsed a second time to tell why they are no event.
+    # kcat's own form names the parsed topic first: one comparison; other lines have their start read for a topic
+    kcat_form = F.startswith("line", F.concat(F.lit('{"topic":"'), F.col("j.topic"), F.lit('",')))
     named = topic_named(F.col("line"))
     reason = (
         F.when(~F.col("utf8"), F.lit("line is not valid UTF-8 text"))
-        .when(F.col("j.topic").isNotNull() & ((named == "") | (named == F.col("j.topic"))), F.lit(None))
+        .when(F.col("j.topic").isNotNull() & (kcat_form | (named == "") | (named == F.col("j.topic"))), F.lit(None))
         # planned by the topic its start names (FileRange.topics), the line must be of that topic
         .when(F.col("j.topic").isNotNull(), F.lit(TOPIC_NAMED_TWICE))
         .when(F.json_object_keys("line").isNull(), F.lit("line is not a JSON object (malformed or truncated)"))

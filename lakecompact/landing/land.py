@@ -443,11 +443,11 @@ class Landing:
             own = intent.of_topics({plan.written.topic})
             flagged = plan.flagged(self._read(own, unnumbered)).observe(lines, *counts)
             written = self._write_rows(plan.table, plan.decoded(flagged.where("__fits")), plan.location)
-            scans.append((plan, written, lines.get))
+            scans.append((plan, own, written, lines.get))
         files.require_still_planned(self.storage, unnumbered)
         commits: dict[str, PendingIncrement] = {}
         rest = intent.events_apart_from(set(topics))  # the input no scan read
-        for plan, written, counts in scans:
+        for plan, own, written, counts in scans:
             rest += counts["others"]
             if counts["misfits"]:
                 self.storage.delete(plan.location)  # the topic lands whole the careful way
@@ -461,7 +461,7 @@ class Landing:
             report.skipped += counts["tombstones"]  # of a topic whose deletes come as rows
             report.rows_out[plan.table] = report.rows_out.get(plan.table, 0) + written["rows"]
             if rejected:  # decoded again from the source as it came, texts and origins
-                came = plan.decoded(plan.flagged(self._read(intent.of_topics({plan.written.topic}))).where("__fits"))
+                came = plan.decoded(plan.flagged(self._read(own)).where("__fits"))
                 quarantine.append((plan.table, _decode_rejects(came)))
         return commits, rest
 
