@@ -511,10 +511,11 @@ class Compactor:
                       plan: VersionPlan) -> tuple[dict[int, int] | None, dict[str, Any]]:
         """`row_history`: the version's events, written before its manifest to `events/v=N+1` (a half-written
         attempt's folder deleted first), the `<t>_events` partitions the manifest names (None: history off), and
-        the manifest's counts of what the partitions hold (`history_events`, `history_from_ms`: the oldest source
-        time kept). The first version that keeps history starts it from base N's rows (each a version from its own
-        change's time: bucket and delta rows alike, the older is ended by the newer); `row_history_days` rewrites
-        the kept events into this version's folder alone, without the versions that ended before the cutoff."""
+        the manifest's counts of what the partitions hold (`history_events`; `history_rows`, the versions of
+        `<t>_history` they give; `history_from_ms`, the source time the oldest of those began). The first version
+        that keeps history starts it from base N's rows (each a version from its own change's time: bucket and
+        delta rows alike, the older is ended by the newer); `row_history_days` rewrites the kept events into this
+        version's folder alone, without the versions that ended before the cutoff."""
         if not self.settings.row_history:
             return None, {}
         location = self.paths.events(version)
@@ -535,10 +536,20 @@ class Compactor:
             partitions, before = {version: version}, {}
         counts = write_counted(events, lambda frame: frame.write.parquet(location),
                                lambda: self.spark.read.parquet(location),
-                               events=F.count(F.lit(1)), oldest=F.min("__source_ts_ms"))
+                               events=F.count(F.lit(1)), oldest=F.min(F.when(F.expr(row_history.BEGINS), F.col("__source_ts_ms"))))
         oldest = [t for t in (before.get("history_from_ms"), counts["oldest"]) if t is not None]
+        kept_rows = before.get("history_rows") if before.get("history_events") else 0  # None: not recorded
+        added = self._versions_added(location, kept if cutoff is None else {})
         return partitions, {"history_events": before.get("history_events", 0) + counts["events"],
+                            "history_rows": None if kept_rows is None else kept_rows + added,
                             "history_from_ms": min(oldest, default=None)}
+
+    def _versions_added(self, written: str, kept: dict[int, int]) -> int:
+        """The rows of `<t>_history` that the events just written to `written` add to those of the kept
+        partitions: their source events that begin a version, less the redeliveries of events already kept."""
+        relations = {"written": self.spark.read.parquet(written), **({"kept": self._read_events(kept)} if kept else {})}
+        context = {"written": "{written}", "kept": "{kept}" if kept else None, "key": list(self.schema.key)}
+        return sql.query(self.spark, "history_versions_added.sql.j2", context, **relations).first()["versions"]
 
     def _read_events(self, partitions: dict[int, int]) -> DataFrame:
         """The kept events of `<t>_events`' partitions (partition -> version folder)."""

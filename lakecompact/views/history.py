@@ -46,8 +46,10 @@ def history(spark: SparkSession | None, config: Config, table: str) -> list[dict
             "live_rows": stats.get("live_rows"),
             "seconds": stats.get("seconds"),
             "change_feed": manifest.version if readable else None,
-            # row history (`row_history`), as this version left it: the events kept and the oldest one's time
+            # row history (`row_history`), as this version left it: the events kept, the versions (rows) they give,
+            # and the source time the oldest version began
             "history_events": stats.get("history_events") if manifest.events is not None else None,
+            "history_rows": stats.get("history_rows") if manifest.events is not None else None,
             "history_from": iso_ms(stats.get("history_from_ms")) if manifest.events is not None else None,
         })
     return rows

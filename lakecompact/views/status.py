@@ -58,8 +58,10 @@ def status(spark: SparkSession | None, config: Config) -> list[dict[str, Any]]:
             "last_source_ts": iso_ms(max((t for t in seen if t is not None), default=None)),
             "verified_at": verified.get("verified_at"),  # the latest `verify`, if one ran
             "verify_divergent": verified.get("divergent"),
-            # row history (`<t>_history`), as of the last compaction: the events it keeps and the oldest one's time
+            # row history (`<t>_history`), as of the last compaction: the events it keeps, the versions (rows) they
+            # give, and the source time the oldest version began
             "history_events": stats.get("history_events") if current and current.events is not None else None,
+            "history_rows": stats.get("history_rows") if current and current.events is not None else None,
             "history_from": iso_ms(stats.get("history_from_ms")) if current and current.events is not None else None,
         })
     for table in catalog.quarantined_only():  # no event of its topic could land yet: no table
@@ -99,7 +101,8 @@ def _row_history(row: dict[str, Any]) -> str:
     """A status row's row history, if the table keeps one (as of its last compaction)."""
     if row.get("history_events") is None:
         return ""
-    return f", row history of {row['history_events']} events from {row['history_from'] or '-'}"
+    return (f", row history of {shown(row.get('history_rows'))} versions ({row['history_events']} events) "
+            f"from {row['history_from'] or '-'}")
 
 
 def _verified(row: dict[str, Any]) -> str:

@@ -79,6 +79,14 @@ def check(lake: Lake, events: list[dict], where: str) -> None:
         same(as_of_sql(lake, moment), expected_as_of(events, moment), f"{where}: sql --as-of {moment}")
 
 
+def check_counts(lake: Lake, where: str) -> None:
+    """What status says of the history, with nothing pending: its rows and the moment the oldest began."""
+    rows = history(lake)
+    (row,) = status(None, lake.config)
+    assert (row["history_rows"], row["history_from"]) == (
+        len(rows), iso_ms(min((r["__from_ms"] for r in rows), default=None))), where
+
+
 @property_settings(4)
 @given(scenario=scenarios(truncates=True))
 def test_history_follows_the_reference_model_in_time(spark, tmp_path_factory, scenario):
@@ -94,6 +102,7 @@ def test_history_follows_the_reference_model_in_time(spark, tmp_path_factory, sc
         if batch.compact_after:
             lake.compact()
             check(lake, events, f"after compacting batch {n}")
+            check_counts(lake, f"after compacting batch {n}")
 
 
 COMPACTION_STEPS = ("version-written", "manifest", "swap", "changes-published", "archive", "garbage-collected")
@@ -128,6 +137,7 @@ def test_a_compaction_crashed_at_each_step_and_run_again_keeps_the_history_exact
         check(lake, events, f"killed after {step}")
         lake.compact()
         check(lake, events, f"compacted again after a kill after {step}")
+        check_counts(lake, f"compacted again after a kill after {step}")
 
 
 def _topic() -> Topic:
@@ -149,11 +159,18 @@ def test_a_late_event_is_spliced_in_after_a_compaction_and_the_placeholder_after
         assert [(r["note"], r["qty"], r["__from_ms"], r.get("__to_ms")) for r in rows] == expected, when
         assert [r["__op"] for r in rows] == ["c", "u", "u"] and [r["__position"] for r in rows] == [100, 200, 300]
         lake.compact()
-    # what status and `history --json` say: the events kept by the compactions, from the oldest one's time
-    assert [(v["version"], v["history_events"], v["history_from"]) for v in versions(None, lake.config, TABLE)] == [
-        (1, 2, iso_ms(ts)), (2, 3, iso_ms(ts))]
+    # a redelivery of the late event, after its compaction: one more event kept, no more versions
+    lake.write([t.event("u", {"id": 1, "note": "b", "qty": 2}, 200, ts_ms=ts + 2000)])
+    lake.land()
+    lake.compact()
+    assert len(history(lake)) == 3
+    # what status and `history --json` say: the events kept by the compactions, the versions they give, and the
+    # moment the oldest began
+    assert [(v["version"], v["history_events"], v["history_rows"], v["history_from"])
+            for v in versions(None, lake.config, TABLE)] == [
+        (1, 2, 2, iso_ms(ts)), (2, 3, 3, iso_ms(ts)), (3, 4, 3, iso_ms(ts))]
     (row,) = status(None, lake.config)
-    assert (row["history_events"], row["history_from"]) == (3, iso_ms(ts))
+    assert (row["history_events"], row["history_rows"], row["history_from"]) == (4, 3, iso_ms(ts))
 
 
 def test_retention_drops_versions_that_ended_before_it_and_keeps_the_current_values(lake):
@@ -173,7 +190,7 @@ def test_retention_drops_versions_that_ended_before_it_and_keeps_the_current_val
     assert {r["id"]: data(r) for r in rows} == lake.state(TABLE)
     # the events kept: key 1's update that began the version live at the cutoff, and key 2's insert
     (row,) = status(None, lake.config)
-    assert (row["history_events"], row["history_from"]) == (2, iso_ms(ts + day))
+    assert (row["history_events"], row["history_rows"], row["history_from"]) == (2, 2, iso_ms(ts + day))
 
 
 def test_turning_history_on_starts_it_from_the_current_rows(lake):

@@ -60,6 +60,7 @@ def contexts() -> dict[str, dict]:
         "change_events.sql.j2": {**semantics, "live_only": False, "repaired": "r"},
         "late_events.sql.j2": {"base": "b", "increments": "i", "key": ["id"]},
         "history_rows.sql.j2": history_context(SCHEMA, events="`db`.`orders_events`", increments="`db`.`orders_increments`"),
+        "history_versions_added.sql.j2": {"written": "w", "kept": "k", "key": ["id"]},
         "drop_table.sql.j2": {"database": "db", "table": "orders_changes"},
         "use_database.sql.j2": {"database": "db"},
         "verify_rows.sql.j2": {"rows": "r", "key": ["id"], "bucket_count": 256,
@@ -279,3 +280,10 @@ def test_the_history_store_under_retention_parses(dialect):
     rendered = sql.render("history_rows.sql.j2", **context)
     assert sqlglot.parse_one(rendered, read=dialect) is not None
     assert "__end.s < 1700000000000" in rendered and "FROM `db`.`orders_increments`" not in rendered
+
+
+@pytest.mark.parametrize("dialect", ["spark", "hive"])
+def test_the_versions_added_to_no_kept_history_parse(dialect):
+    rendered = sql.render("history_versions_added.sql.j2", written="w", kept=None, key=["id"])
+    parsed = sqlglot.parse_one(rendered, read=dialect)
+    assert [table.name for table in parsed.find_all(exp.Table)] == ["w"] and "EXCEPT" not in rendered
