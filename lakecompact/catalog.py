@@ -39,6 +39,11 @@ UNPLACED = "_unknown"
 # out (docs/design.md "State files"). A table whose state names no format is format 1. A change that an older
 # lakecompact would misread raises it, so that the older one stops with a message instead
 LAKE_FORMAT = 1
+# the meta columns' revision ("meta" in the same file; none: 1). Added meta columns are not a new format: an older
+# lakecompact reads past them, and the files it wrote read them as null. A table of an older revision gets them in
+# the metastore (and its views made again) the first time a command with a Spark session reads its schema.
+# 2: `__source_ts_us`
+META_REVISION = 2
 
 
 @dataclass(frozen=True)
@@ -151,6 +156,7 @@ class Catalog:
         self.database = config.database
         self.root = f"{warehouse_uri(config.warehouse).rstrip('/')}/{config.database}"
         self._readable: set[str] = set()  # tables whose lake format this version was found to read
+        self._meta_revisions: dict[str, int] = {}  # the meta revision each read table's state recorded
 
     @functools.cached_property
     def storage(self) -> Storage | LocalFiles:
@@ -212,7 +218,10 @@ class Catalog:
         if not raw:
             return None
         self.require_readable(table)
-        return TableSchema.from_json(raw)
+        schema = TableSchema.from_json(raw)
+        if self.spark is not None and self._meta_revisions.get(table, META_REVISION) < META_REVISION:
+            self._add_meta_columns(schema)
+        return schema
 
     def require_readable(self, table: str) -> None:
         """The table is in a lake format this version reads (LAKE_FORMAT or older); checked once per catalog."""
@@ -223,6 +232,28 @@ class Catalog:
         if found > LAKE_FORMAT:
             raise LakeFormatTooNew(table, found, LAKE_FORMAT)
         self._readable.add(table)
+        self._meta_revisions[table] = int((recorded or {}).get("meta", 1))
+
+    def _add_meta_columns(self, schema: TableSchema) -> None:
+        """The meta columns a table of an older revision lacks, appended to its row tables' schemas, its views made
+        again to show them, and the revision recorded. Setting a whole data schema (not ADD COLUMNS) lets a land and
+        a compaction that both found the table old do it together."""
+        session_catalog = self._session_catalog()
+        struct_type = jvm_class(self.spark, "org.apache.spark.sql.types.StructType")
+        for table in self._row_tables(schema.table):
+            identifier = self._identifier(table)
+            current = [(f.name(), f.dataType().sql()) for f in session_catalog.getTableMetadata(identifier).dataSchema().fields()]
+            missing = [(name, kind) for name, kind in META_COLUMNS if name not in dict(current)]
+            if missing:
+                session_catalog.alterTableDataSchema(identifier, struct_type.fromDDL(column_list(current + missing)))
+                self.refresh(table)
+        view_definition.create_view(self, schema)
+        self._write_lake_format(schema.table)
+        self._meta_revisions[schema.table] = META_REVISION
+
+    def _write_lake_format(self, table: str) -> None:
+        self.storage.write_json(self.paths(table).lake_format, {"format": LAKE_FORMAT, "meta": META_REVISION},
+                                overwrite=True)
 
     def require(self, table: str) -> TableSchema:
         schema = self.schema(table)
@@ -280,7 +311,7 @@ class Catalog:
         if self.config.table(schema.table).row_history:
             view_definition.create_view(self, schema)  # and `<t>_history` with it
         # before the schema, which makes the table exist for every reader
-        self.storage.write_json(self.paths(schema.table).lake_format, {"format": LAKE_FORMAT}, overwrite=True)
+        self._write_lake_format(schema.table)
         self.save_schema(schema)
 
     def widen(self, schema: TableSchema) -> None:

@@ -525,13 +525,13 @@ class Compactor:
         if current.events is None and current.buckets:
             seed = self._read_partitions(current, sorted(current.buckets))
             increments = increments.unionByName(seed.select(*names))
-        cutoff = row_history.retention_cutoff_ms(self.settings.row_history_days, plan.max_source_ts_ms)
+        cutoff = row_history.retention_cutoff_us(self.settings.row_history_days, plan.max_source_ts_ms)
         if cutoff is None:
             events, partitions = increments.select(*names), {**kept, version: version}
             before = current.stats if current.events is not None else {}
         else:
             query = sql.render_checked(row_history.QUERY, **row_history.history_context(
-                self.schema, events="{events}", increments=None, store=True, cutoff_ms=cutoff))
+                self.schema, events="{events}", increments=None, store=True, cutoff_us=cutoff))
             events = self.spark.sql(query, events=self._read_events(kept).unionByName(increments.select(*names)))
             partitions, before = {version: version}, {}
         counts = write_counted(events, lambda frame: frame.write.parquet(location),

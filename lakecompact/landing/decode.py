@@ -479,12 +479,14 @@ def _unfit(name: str, table_type: str, wire: dict[str, Any], *, toastable: bool,
 
 def _envelope_meta() -> dict[str, Column]:
     source = "m.source"
+    ts_ms = F.coalesce(F.col(f"{source}.ts_ms"), F.col(f"{source}.ts_sec") * 1000)
     return _position_meta(
         op=F.col("op"),
-        ts_ms=F.coalesce(F.col(f"{source}.ts_ms"), F.col(f"{source}.ts_sec") * 1000),
+        ts_ms=ts_ms,
         ts_fine=F.coalesce(
             F.col(f"{source}.ts_ns"), F.col(f"{source}.ts_us") * 1000, F.col(f"{source}.ts_ms") * 1_000_000
         ),
+        ts_us=F.coalesce(F.col(f"{source}.ts_us"), F.expr(f"{source}.ts_ns div 1000"), ts_ms * 1000),
         lsn=F.col(f"{source}.lsn"),
         file=F.col(f"{source}.file"),
         pos=F.col(f"{source}.pos"),
@@ -501,6 +503,7 @@ def _flat_meta() -> dict[str, Column]:
         op=F.col("op"),
         ts_ms=ts_ms,
         ts_fine=F.coalesce(F.col("m.__source_ts_ns"), F.col("m.__source_ts_us") * 1000, ts_ms * 1_000_000),
+        ts_us=F.coalesce(F.col("m.__source_ts_us"), F.expr("m.__source_ts_ns div 1000"), ts_ms * 1000),
         lsn=either("lsn"),
         file=either("file"),
         pos=either("pos"),
@@ -508,7 +511,7 @@ def _flat_meta() -> dict[str, Column]:
     )
 
 
-def _position_meta(op, ts_ms, ts_fine, lsn, file, pos, row) -> dict[str, Column]:
+def _position_meta(op, ts_ms, ts_fine, ts_us, lsn, file, pos, row) -> dict[str, Column]:
     """The one comparable position: LSN; else binlog (file number, pos, row) as 8+20+10 digits; else time."""
 
     def digits(value: Column, width: int) -> Column:
@@ -528,6 +531,7 @@ def _position_meta(op, ts_ms, ts_fine, lsn, file, pos, row) -> dict[str, Column]
     return {
         "__op": op,
         "__source_ts_ms": ts_ms,
+        "__source_ts_us": ts_us,
         "__lsn": lsn,
         "__binlog_file": file,
         "__binlog_pos": pos,

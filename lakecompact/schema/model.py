@@ -13,6 +13,7 @@ from lakecompact.schema.connect import Field, schema_hash
 META_COLUMNS: tuple[tuple[str, str], ...] = (
     ("__op", "STRING"),
     ("__source_ts_ms", "BIGINT"),
+    ("__source_ts_us", "BIGINT"),  # the finest source time Debezium gives (ts_us, ts_ns), else ts_ms's
     ("__lsn", "BIGINT"),
     ("__binlog_file", "STRING"),
     ("__binlog_pos", "BIGINT"),

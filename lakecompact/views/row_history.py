@@ -37,14 +37,14 @@ def event_columns(schema: TableSchema) -> list[tuple[str, str]]:
 
 
 def history_context(schema: TableSchema, *, events: str, increments: str | None, store: bool = False,
-                    cutoff_ms: int | None = None) -> dict:
+                    cutoff_us: int | None = None) -> dict:
     """The inputs of history_rows.sql.j2."""
     return {
         "events": events,
         "increments": increments,
         **columns_context(schema),
         "store": store,
-        "cutoff_ms": cutoff_ms,
+        "cutoff_us": cutoff_us,
     }
 
 
@@ -64,8 +64,8 @@ def history_statements(catalog: Catalog, schema: TableSchema) -> list[tuple[str,
     return [("create_table.sql.j2", events), ("create_view.sql.j2", view)]
 
 
-def retention_cutoff_ms(days: float, latest_source_ts_ms: int | None) -> int | None:
-    """The source time before which ended versions are dropped (None: every version kept)."""
+def retention_cutoff_us(days: float, latest_source_ts_ms: int | None) -> int | None:
+    """The source time (µs) before which ended versions are dropped (None: every version kept)."""
     if not days or latest_source_ts_ms is None:
         return None
-    return latest_source_ts_ms - round(days * DAY_MS)
+    return (latest_source_ts_ms - round(days * DAY_MS)) * 1000

@@ -12,13 +12,17 @@ events, re-inserts, snapshots, compactions at random points), after every land a
 from __future__ import annotations
 
 import itertools
+import json
 from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
 
-from lakecompact import crashpoints
+from lakecompact import catalog as catalog_module
+from lakecompact import crashpoints, semantics
+from lakecompact.compaction import compact as compact_module
 from lakecompact.report import iso_ms
+from lakecompact.schema.model import META_COLUMNS
 from lakecompact.views.as_of import as_of_query, moment_of
 from lakecompact.views.history import history as versions
 from lakecompact.views.status import status
@@ -171,6 +175,59 @@ def test_a_late_event_is_spliced_in_after_a_compaction_and_the_placeholder_after
         (1, 2, 2, iso_ms(ts)), (2, 3, 3, iso_ms(ts)), (3, 4, 3, iso_ms(ts))]
     (row,) = status(None, lake.config)
     assert (row["history_events"], row["history_rows"], row["history_from"]) == (4, 3, iso_ms(ts))
+
+
+def test_versions_begin_at_the_sources_microsecond_and_as_of_reads_between_two_changes_of_one_millisecond(lake):
+    lake.configure(defaults={"buckets": 4, "row_history": True})
+    t, ts = _topic(), 1_700_000_000_000
+    lake.write([t.event("c", {"id": 1, "note": "a", "qty": 1}, 100, ts_ms=ts, ts_us=ts * 1000 + 100),
+                t.event("u", {"id": 1, "note": "b", "qty": 2}, 200, ts_ms=ts, ts_us=ts * 1000 + 700)])
+    lake.land()
+    for when in ("landed", "compacted"):
+        assert len(history(lake)) == 2  # (and the tables refreshed)
+        rows = lake.rows(f"SELECT note, unix_micros(__valid_from) AS f, unix_micros(__valid_to) AS t "
+                         f"FROM `{lake.database}`.`{TABLE}_history` ORDER BY f")
+        assert rows == [{"note": "a", "f": ts * 1000 + 100, "t": ts * 1000 + 700},
+                        {"note": "b", "f": ts * 1000 + 700}], when  # (to_json leaves out a null)
+        lake.spark.sql(f"USE `{lake.database}`")
+        between = datetime.fromtimestamp(ts / 1000, UTC).replace(microsecond=400)
+        assert lake.rows(as_of_query(f"SELECT note FROM {TABLE}", between, lake.database, {TABLE})) == [
+            {"note": "a"}], when
+        lake.compact()
+
+
+def test_a_table_made_before_the_microsecond_column_gets_it_when_it_is_next_read(lake, monkeypatch):
+    """A table as an older lakecompact made it (its tables and view without `__source_ts_us`, its state naming meta
+    revision 1): the next land appends the column to its tables and makes its view again."""
+    t, ts = _topic(), 1_700_000_000_000
+    old_meta = tuple((name, kind) for name, kind in META_COLUMNS if name != "__source_ts_us")
+    with monkeypatch.context() as older:
+        for module, name, value in ((catalog_module, "META_COLUMNS", old_meta), (semantics, "META_COLUMNS", old_meta),
+                                    (compact_module, "META_COLUMNS", old_meta),
+                                    (semantics, "VISIBLE_META", [n for n, _ in old_meta if n != "__toast"]),
+                                    (catalog_module, "META_REVISION", 1)):
+            older.setattr(module, name, value)
+        lake.write([t.event("c", {"id": 1, "note": "a", "qty": 1}, 100, ts_ms=ts)])
+        lake.land()
+        lake.compact()
+    lake_format = lake.tmp / "warehouse" / lake.database / TABLE / "_state" / "format.json"
+    assert json.loads(lake_format.read_text()) == {"format": 1, "meta": 1}
+    tables = [f"{TABLE}_base", f"{TABLE}_increments"]
+
+    def columns(table: str) -> list[str]:
+        return [c.name for c in lake.spark.catalog.listColumns(f"`{lake.database}`.`{table}`")]
+
+    assert not any("__source_ts_us" in columns(table) for table in [*tables, TABLE])
+
+    lake.write([t.event("c", {"id": 2, "note": "b", "qty": 2}, 200, ts_ms=ts + 1, ts_us=ts * 1000 + 1500)])
+    lake.land()
+    assert all(columns(table).count("__source_ts_us") == 1 for table in [*tables, TABLE])
+    assert json.loads(lake_format.read_text()) == {"format": 1, "meta": 2}
+    # the older base's row has no microseconds; the new event's are kept, before and after its compaction
+    for when in ("landed", "compacted"):
+        assert {r["id"]: r.get("__source_ts_us") for r in lake.view(TABLE, meta=True)} == {
+            1: None, 2: ts * 1000 + 1500}, when
+        lake.compact()
 
 
 def test_retention_drops_versions_that_ended_before_it_and_keeps_the_current_values(lake):

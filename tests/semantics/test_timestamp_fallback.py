@@ -61,7 +61,7 @@ def ev(op, id_, name, ts_ms, ts_us=None, ts_ns=None, *, fine=True):
 
 
 _row = row_maker("id", "name")
-_base = base_reader(TABLE, "id", "name", "__op", "__deleted", "__source_ts_ms", "__position")
+_base = base_reader(TABLE, "id", "name", "__op", "__deleted", "__source_ts_ms", "__source_ts_us", "__position")
 
 
 def test_finest_source_timestamp_orders_events(lake):
@@ -87,14 +87,18 @@ def test_finest_source_timestamp_orders_events(lake):
     lake.compact()
     assert lake.view(TABLE) == state
     base = [
-        {"id": 1, "name": "ns later", "__op": "u", "__deleted": False, "__source_ts_ms": T0, "__position": ns + 1},
-        {"id": 2, "name": "us later", "__op": "u", "__deleted": False, "__source_ts_ms": T0, "__position": ns + 1000},
+        {"id": 1, "name": "ns later", "__op": "u", "__deleted": False, "__source_ts_ms": T0, "__source_ts_us": us,
+         "__position": ns + 1},
+        {"id": 2, "name": "us later", "__op": "u", "__deleted": False, "__source_ts_ms": T0, "__source_ts_us": us + 1,
+         "__position": ns + 1000},
         {"id": 3, "name": "ms later", "__op": "c", "__deleted": False, "__source_ts_ms": T0 + 1,
-         "__position": ns + 1_000_000},
+         "__source_ts_us": us + 1000, "__position": ns + 1_000_000},
         {"id": 4, "name": "four updated", "__op": "d", "__deleted": True, "__source_ts_ms": T0 + 5,
-         "__position": ns + 5_000_000},
-        {"id": 5, "name": "u", "__op": "u", "__deleted": False, "__source_ts_ms": T0, "__position": ns},
-        {"id": 6, "name": "second", "__op": "u", "__deleted": False, "__source_ts_ms": T0, "__position": ns},
+         "__source_ts_us": us + 5000, "__position": ns + 5_000_000},
+        {"id": 5, "name": "u", "__op": "u", "__deleted": False, "__source_ts_ms": T0, "__source_ts_us": us,
+         "__position": ns},
+        {"id": 6, "name": "second", "__op": "u", "__deleted": False, "__source_ts_ms": T0, "__source_ts_us": us,
+         "__position": ns},
     ]
     assert _base(lake) == base
 
@@ -103,15 +107,19 @@ def test_finest_source_timestamp_orders_events(lake):
         ev("u", 1, "older", T0, us, ns), ev("u", 2, "older", T0, us), ev("u", 3, "older", T0, fine=False),
         ev("c", 4, "older", T0 + 1, us + 1000, ns + 1_000_000), ev("c", 5, "older", T0 - 1, us - 1000, ns - 1_000_000),
         ev("u", 7, "seven", T0 + 10, us + 10_000, ns + 10_000_000),
+        # 8: ts_ns without ts_us: its microseconds are kept
+        ev("c", 8, "eight", T0 + 20, None, ns + 20_000_123),
     ])
     lake.land()
-    state.append(_row(7, "seven"))
+    state += [_row(7, "seven"), _row(8, "eight")]
     assert lake.view(TABLE) == state
     lake.compact()
     assert lake.view(TABLE) == state
     assert _base(lake) == base + [
         {"id": 7, "name": "seven", "__op": "u", "__deleted": False, "__source_ts_ms": T0 + 10,
-         "__position": ns + 10_000_000},
+         "__source_ts_us": us + 10_000, "__position": ns + 10_000_000},
+        {"id": 8, "name": "eight", "__op": "c", "__deleted": False, "__source_ts_ms": T0 + 20,
+         "__source_ts_us": us + 20_000, "__position": ns + 20_000_123},
     ]
 
 

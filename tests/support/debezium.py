@@ -133,11 +133,11 @@ class Topic:
         fields = [_field(c, s, optional=False) for c, s in self.columns if c in (self.key or [])]
         return {"type": "struct", "fields": fields, "optional": False, "name": f"{self.name}.Key"}
 
-    def source(self, ts_ms: int, position: Any, snapshot: str = "false") -> dict:
+    def source(self, ts_ms: int, position: Any, snapshot: str = "false", ts_us: int | None = None) -> dict:
         parts = self.name.split(".")
+        ts_us = ts_ms * 1000 if ts_us is None else ts_us
         common = {"version": "3.6.1.Final", "connector": self.connector, "name": self.server, "ts_ms": ts_ms,
-                  "snapshot": snapshot, "db": "inventory", "sequence": None, "ts_us": ts_ms * 1000,
-                  "ts_ns": ts_ms * 1_000_000}
+                  "snapshot": snapshot, "db": "inventory", "sequence": None, "ts_us": ts_us, "ts_ns": ts_us * 1000}
         if self.connector == "postgresql":
             return {**common, "schema": parts[1], "table": parts[-1], "txId": 700, "lsn": position, "xmin": None}
         file, pos, row = position
@@ -153,8 +153,10 @@ class Topic:
         *,
         before: dict | None = None,
         offset: int | None = None,
+        ts_us: int | None = None,
     ) -> dict:
-        """One kcat -J line. `row` is the after image (the before image for op d)."""
+        """One kcat -J line. `row` is the after image (the before image for op d); the source's ts_us (and ts_ns)
+        are ts_ms's unless given."""
         if op == "d":
             before, after = (row if before is None else before), None
         elif op == "t":
@@ -164,7 +166,7 @@ class Topic:
         payload = {
             "before": before,
             "after": after,
-            "source": self.source(ts_ms, position, "true" if op == "r" else "false"),
+            "source": self.source(ts_ms, position, "true" if op == "r" else "false", ts_us),
             "op": op,
             "ts_ms": ts_ms + 5,
         }

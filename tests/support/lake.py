@@ -13,7 +13,7 @@ from lakecompact.landing.land import land
 from lakecompact.schema.model import DELTA_BUCKETS_FROM
 from tests.support.debezium import write_kcat
 
-META = {"__op", "__source_ts_ms", "__lsn", "__binlog_file", "__binlog_pos", "__binlog_row", "__position",
+META = {"__op", "__source_ts_ms", "__source_ts_us", "__lsn", "__binlog_file", "__binlog_pos", "__binlog_row", "__position",
         "__kafka_topic", "__kafka_partition", "__kafka_offset", "__deleted", "__landed_at", "__toast", "__batch",
         "__bucket", "__hour"}
 

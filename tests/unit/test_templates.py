@@ -276,10 +276,10 @@ def test_the_net_feed_from_resolved_rows_pairs_nothing(dialect):
 
 @pytest.mark.parametrize("dialect", ["spark", "hive"])
 def test_the_history_store_under_retention_parses(dialect):
-    context = {**contexts()["history_rows.sql.j2"], "increments": None, "store": True, "cutoff_ms": 1_700_000_000_000}
+    context = {**contexts()["history_rows.sql.j2"], "increments": None, "store": True, "cutoff_us": 1_700_000_000_000_000}
     rendered = sql.render("history_rows.sql.j2", **context)
     assert sqlglot.parse_one(rendered, read=dialect) is not None
-    assert "__end.s < 1700000000000" in rendered and "FROM `db`.`orders_increments`" not in rendered
+    assert "__end.s < 1700000000000000" in rendered and "FROM `db`.`orders_increments`" not in rendered
 
 
 @pytest.mark.parametrize("dialect", ["spark", "hive"])
