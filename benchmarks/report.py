@@ -279,6 +279,27 @@ def data_copies(doc: dict) -> Measure | None:
     return Measure(data, f"of {requests:,} S3 requests; {other} copies of other objects")
 
 
+TWO_KEYS_8 = "cluster-8-two-keys"  # the reference of requests_with_buckets, a run with 8 buckets
+
+
+def requests_with_buckets(doc: dict) -> Measure | None:
+    """S3 requests of a compaction that changes two keys (so writes the same few files whatever the buckets) of a
+    256-bucket table (`doc`) against the same of an 8-bucket table (the latest TWO_KEYS_8 results), on the cluster."""
+    reference = RESULTS / f"{TWO_KEYS_8}.json"
+    if not reference.exists():
+        return None
+
+    def requests(of: dict) -> int | None:
+        return next((s["info"]["s3"]["requests"] for s in of["steps"] if s["run"] == CLUSTER_RUN
+                     and s["step"] == "compact v2" and isinstance(s.get("info", {}).get("s3"), dict)), None)
+
+    many, few = requests(doc), requests(json.loads(reference.read_text()))
+    if not many or not few:
+        return None
+    buckets = doc["params"].get("buckets")
+    return Measure(many / few, f"{many:,} requests at {buckets} buckets, {few:,} at 8")
+
+
 TARGETS = (
     Target("compaction of 100,000 events into 1,000,000 rows (`merge_on_read`) against the fastest copy-on-write "
            "peer's MERGE", "at most 0.8×", lambda v: v <= 0.8, "#10, #57", ("merge-mor",),
@@ -392,6 +413,9 @@ TARGETS = (
            lambda v: v <= 1.5, "#56", ("cluster",), on_s3(LOCAL_S3_RUN)),
     Target("data files (.parquet) copied by S3 (CopyObject, UploadPartCopy) in those runs", "none",
            lambda v: v == 0, "#56", ("cluster",), data_copies, unit=""),
+    Target("S3 requests of a compaction that changes two keys of a table with 256 buckets, against the same with 8 "
+           "(spark-submit on the cluster): they grow with the files written, not with the buckets", "at most 1.5×",
+           lambda v: v <= 1.5, "#69", ("cluster-256-two-keys",), requests_with_buckets),
 )
 
 NOT_MEASURED = (

@@ -38,7 +38,7 @@ from lakecompact.compaction.partitions import (
     is_delta,
     is_marker,
 )
-from lakecompact.compaction.rollback import roll_back, roll_back_one
+from lakecompact.compaction.rollback import roll_back
 from lakecompact.compaction.spread import bucket_spread
 from lakecompact.config import Config
 from lakecompact.errors import LockHeld, MissingIncrement
@@ -600,10 +600,6 @@ class Compactor:
         garbage.collect_garbage(self.catalog, self.paths, self.manifests, self.changes_table,
                                 self.settings.keep_versions, current)
         garbage.collect_events(self.storage, self.paths, self.manifests, current)
-
-    def rollback(self) -> int:
-        """Back one version (rollback.py); the version now."""
-        return roll_back_one(self)
 
 
 def _row_counts(

@@ -33,8 +33,8 @@ def test_a_binlog_position_compares_with_the_positions_landing_gives_its_events(
     events = spark.createDataFrame(
         [("mysql-bin.000003", 154, 0), ("mysql-bin.000003", 154, 2), ("mysql-bin.000003", 153, 9),
          ("mysql-bin.000004", 4, 0), ("mysql-bin.000002", 99_999, 0)], "file STRING, pos BIGINT, row INT")
-    meta = _position_meta(F.lit("u"), F.lit(0), F.lit(0), F.lit(None).cast("bigint"), F.col("file"), F.col("pos"),
-                          F.col("row"))
+    meta = _position_meta(op=F.lit("u"), ts_ms=F.lit(0), ts_fine=F.lit(0), ts_us=F.lit(0),
+                          lsn=F.lit(None).cast("bigint"), file=F.col("file"), pos=F.col("pos"), row=F.col("row"))
     landed = [row["p"] for row in events.select(meta["__position"].alias("p")).collect()]
     at = from_binlog("mysql-bin.000003", 154)
     assert at.text == "mysql-bin.000003:154"
