@@ -103,3 +103,53 @@ def test_the_command_line_contract_with_kills_inside_land_and_compact(tmp_path):
     assert not unconsumed_batches(table)  # everything landed was consumed, and archived
     assert batch_folders(table) == ["batch=1"] and archived_batches(table) == [1]  # landed once
     assert not (tmp_path / "warehouse" / "lake" / "_state" / "land-intent.json").exists()
+
+
+def test_a_history_killed_at_each_step_of_compaction_is_exact_after_the_runs_that_follow(tmp_path):
+    """Row history through six `lakecompact run` processes, each given a new batch of events (late, redelivered,
+    deleted and re-inserted keys) and killed (SIGKILL) at one of the compaction's steps, in their order; each run
+    first finishes what the one before left. Then a `compact`: every version of every key, begun and ended at
+    its source time, and `sql --as-of` a moment between a change and a late event's splice."""
+    config = minimal_config(tmp_path, "[defaults]\nrow_history = true\n"
+                                      "[run]\ncompact_after_batches = 1\ninterval_seconds = 3600\nmetrics_port = 0\n")
+    (tmp_path / "events").mkdir()
+    pg, t = Topic("pg.public.items", [("id", INT), ("name", TEXT)], ["id"]), 1_700_000_000_000
+
+    def change(op: str, id_: int, name: str | None, lsn: int) -> dict:
+        return pg.event(op, {"id": id_, "name": name}, lsn, ts_ms=t + lsn)
+
+    batches = [
+        [change("c", 1, "a", 100), change("c", 2, "b", 110)],
+        [change("u", 1, "a2", 200), change("d", 2, "b", 210)],
+        [change("u", 1, "a1", 150), change("c", 1, "a", 100)],  # late; a redelivery
+        [change("c", 3, "c", 300), change("c", 2, "b2", 310)],  # a key deleted before, inserted again
+        [change("u", 3, "c2", 400), change("u", 1, "a2", 200)],  # a redelivery
+        [change("d", 1, "a2", 500), change("u", 2, "b3", 510)],
+    ]
+    steps = STEPS[STEPS.index("version-written"):]
+    assert len(steps) == len(batches) == 6
+    for n, (step, batch) in enumerate(zip(steps, batches, strict=True)):
+        write_kcat(tmp_path / "events" / f"part-{n}.jsonl", batch)
+        result = run(config, "run", kill_at=step)
+        assert killed(result), f"run not killed at {step}: {result.returncode}\n{result.stdout}\n{result.stderr}"
+    finished = run(config, "compact")
+    assert finished.returncode == 0, finished.stderr
+
+    versions = sql_lines(config, "SELECT id, name, unix_millis(__valid_from) - 1700000000000 AS f, "
+                                 "unix_millis(__valid_to) - 1700000000000 AS t FROM lake.public_items_history "
+                                 "ORDER BY id, f")
+    assert [json.loads(line) for line in versions] == [
+        {"id": 1, "name": "a", "f": 100, "t": 150}, {"id": 1, "name": "a1", "f": 150, "t": 200},
+        {"id": 1, "name": "a2", "f": 200, "t": 500},
+        {"id": 2, "name": "b", "f": 110, "t": 210}, {"id": 2, "name": "b2", "f": 310, "t": 510},
+        {"id": 2, "name": "b3", "f": 510, "t": None},
+        {"id": 3, "name": "c", "f": 300, "t": 400}, {"id": 3, "name": "c2", "f": 400, "t": None},
+    ]
+    as_of = run(config, "sql", "--as-of", "2023-11-14 22:13:20.205", "SELECT id, name FROM lake.public_items ORDER BY id")
+    assert as_of.returncode == 0, as_of.stderr
+    assert as_of.stdout.splitlines() == ['{"id":1,"name":"a2"}', '{"id":2,"name":"b"}']
+    assert sql_lines(config, "SELECT id, name FROM lake.public_items ORDER BY id") == [
+        '{"id":2,"name":"b3"}', '{"id":3,"name":"c2"}']
+    status = run(config, "status", "--json")
+    [row] = [json.loads(line) for line in status.stdout.splitlines()]
+    assert (row["history_rows"], row["history_events"], row["pending_batches"]) == (8, 12, 0)
