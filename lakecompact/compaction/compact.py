@@ -548,7 +548,8 @@ class Compactor:
         """The rows of `<t>_history` that the events just written to `written` add to those of the kept
         partitions: their source events that begin a version, less the redeliveries of events already kept."""
         relations = {"written": self.spark.read.parquet(written), **({"kept": self._read_events(kept)} if kept else {})}
-        context = {"written": "{written}", "kept": "{kept}" if kept else None, "key": list(self.schema.key)}
+        context = {"written": "{written}", "kept": "{kept}" if kept else None, "key": list(self.schema.key),
+                   "begins": row_history.BEGINS}
         return sql.query(self.spark, "history_versions_added.sql.j2", context, **relations).first()["versions"]
 
     def _read_events(self, partitions: dict[int, int]) -> DataFrame:

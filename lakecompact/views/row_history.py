@@ -20,7 +20,7 @@ EVENTS_PARTITION = ("__part", "INT")  # the version whose compaction wrote the p
 # `<t>_history`'s own columns, after the table's: what `sql --as-of` filters on, and the change that began the row
 HISTORY_COLUMNS = ("__valid_from", "__valid_to", "__position", "__op")
 DAY_MS = 86_400_000
-BEGINS = "__op IN ('c', 'r', 'u')"  # an event that begins a version (history_rows.sql.j2's `begins`)
+BEGINS = "__op IN ('c', 'r', 'u')"  # an event that begins a version
 
 
 def require_keyed(schema: TableSchema) -> None:
@@ -45,6 +45,7 @@ def history_context(schema: TableSchema, *, events: str, increments: str | None,
         **columns_context(schema),
         "store": store,
         "cutoff_us": cutoff_us,
+        "begins": BEGINS,
     }
 
 

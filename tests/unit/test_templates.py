@@ -23,7 +23,7 @@ from lakecompact.compaction.changes import _compares_as_value
 from lakecompact.compaction.spread import bucket_spread
 from lakecompact.schema.model import DELTA_BUCKETS_FROM, META_COLUMNS
 from lakecompact.semantics import semantics_context
-from lakecompact.views.row_history import history_context
+from lakecompact.views.row_history import BEGINS, history_context
 from tests.support.schemas import KEYLESS, SCHEMA
 
 LOCATION = "file:/lake/db/orders/base"
@@ -60,7 +60,7 @@ def contexts() -> dict[str, dict]:
         "change_events.sql.j2": {**semantics, "live_only": False, "repaired": "r"},
         "late_events.sql.j2": {"base": "b", "increments": "i", "key": ["id"]},
         "history_rows.sql.j2": history_context(SCHEMA, events="`db`.`orders_events`", increments="`db`.`orders_increments`"),
-        "history_versions_added.sql.j2": {"written": "w", "kept": "k", "key": ["id"]},
+        "history_versions_added.sql.j2": {"written": "w", "kept": "k", "key": ["id"], "begins": BEGINS},
         "drop_table.sql.j2": {"database": "db", "table": "orders_changes"},
         "use_database.sql.j2": {"database": "db"},
         "verify_rows.sql.j2": {"rows": "r", "key": ["id"], "bucket_count": 256,
@@ -284,7 +284,7 @@ def test_the_history_store_under_retention_parses(dialect):
 
 @pytest.mark.parametrize("dialect", ["spark", "hive"])
 def test_the_versions_added_to_no_kept_history_parse(dialect):
-    rendered = sql.render("history_versions_added.sql.j2", written="w", kept=None, key=["id"])
+    rendered = sql.render("history_versions_added.sql.j2", written="w", kept=None, key=["id"], begins=BEGINS)
     parsed = sqlglot.parse_one(rendered, read=dialect)
     assert sorted({table.name for table in parsed.find_all(exp.Table)}) == ["begun", "w"]
     assert "redelivered" not in rendered
