@@ -220,7 +220,7 @@ def _schema(args, context: Context) -> None:
 
 def _views(args, context: Context) -> None:
     from lakecompact.catalog import Catalog
-    from lakecompact.views.dialects import UnsupportedDialect, view_sql
+    from lakecompact.views.dialects import UnsupportedDialect, history_view_sql, view_sql
 
     database = context.config.database
     if args.dialect != "spark" and args.database in (None, database):
@@ -229,14 +229,18 @@ def _views(args, context: Context) -> None:
              f"beside")
     catalog = Catalog(context.spark, context.config)
     tables = _tables(args) or catalog.tables()
-    skipped = []
+    skipped, printed = [], 0
     for table in tables:
-        try:
-            print(view_sql(catalog.require(table), database, args.dialect, args.database) + ";\n")
-        except UnsupportedDialect as exc:  # the other tables are still printed
-            warn(f"{exc}; skipped")
-            skipped.append(exc)
-    if skipped and len(skipped) == len(tables):
+        schema = catalog.require(table)
+        forms = [view_sql] + ([history_view_sql] if context.config.table(table).row_history else [])
+        for form in forms:
+            try:
+                print(form(schema, database, args.dialect, args.database) + ";\n")
+                printed += 1
+            except UnsupportedDialect as exc:  # the other views are still printed
+                warn(f"{exc}; skipped")
+                skipped.append(exc)
+    if skipped and not printed:
         raise skipped[0]
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tests.support.debezium import INT, PLACEHOLDER, TEXT, Topic, write_kcat
 
+SOURCE_EPOCH_MS = 1_700_000_000_000  # a change's source time is its position, in ms after this
 DELETE_BEFORE = {"note": "", "qty": 0}  # REPLICA IDENTITY DEFAULT: the key, other columns at their defaults
 
 
@@ -33,7 +34,7 @@ class Source:
             note = PLACEHOLDER if self.rng.random() < 0.4 else f"n{key}-{position}"
             op, row = "u", {"note": note, "qty": self.rng.randint(0, 9)}
         self.model.append({"op": op, "id": key, "row": row, "position": position, "arrival": 0})
-        lines = [self.topic.event(op, {"id": key, **row}, position, 1_700_000_000_000 + position)]
+        lines = [self.topic.event(op, {"id": key, **row}, position, SOURCE_EPOCH_MS + position)]
         return lines + ([self.topic.tombstone({"id": key})] if op == "d" else [])
 
     def redelivered(self, line: dict, same_offset: bool) -> dict:

@@ -5,7 +5,7 @@ in the form Hive runs (MAX over named_struct(order, row) instead of MAX_BY, no l
 types; a keyless table's events matched by their columns, null-safe, as Hive has no to_json). No Hive or
 Presto server runs on this machine, so each text is parse-checked in its own dialect, and the Hive form, which
 is also valid Spark SQL, is run on Spark against a real lake and must return exactly what the Spark view
-returns. Trino does run: tests/e2e/test_trino_reader.py.
+returns. Trino does run: tests/e2e/test_trino_reader.py, which reads the row history's Trino form too.
 """
 
 from __future__ import annotations
@@ -22,7 +22,13 @@ from lakecompact.catalog import Catalog
 from lakecompact.cli import Context, _views
 from lakecompact.errors import LakecompactError
 from lakecompact.schema.model import Field, TableSchema
-from lakecompact.views.dialects import DIALECTS, view_sql
+from lakecompact.views.dialects import (
+    DIALECTS,
+    HISTORY_DIALECTS,
+    UnsupportedDialect,
+    history_view_sql,
+    view_sql,
+)
 from tests.semantics.reference import expected_view
 from tests.support.debezium import INT, PLACEHOLDER, TEXT, Topic
 from tests.support.rows import row_maker
@@ -36,6 +42,36 @@ def test_each_dialect_parses_in_its_own_dialect(dialect):
     statement = sqlglot.parse_one(text, read=dialect)
     assert isinstance(statement, exp.Create) and statement.kind == "VIEW"
     assert statement.this.sql(dialect=dialect).replace('"', "").replace("`", "") == "lake.orders"
+
+
+@pytest.mark.parametrize("dialect", HISTORY_DIALECTS)
+def test_each_history_form_parses_in_its_own_dialect(dialect):
+    text = history_view_sql(SCHEMA, "lake", dialect, "lake_x")
+    statement = sqlglot.parse_one(text, read=dialect)
+    assert isinstance(statement, exp.Create) and statement.kind == "VIEW"
+    assert statement.this.sql(dialect=dialect).replace('"', "").replace("`", "") == "lake_x.orders_history"
+    read = {f"{t.db}.{t.name}" for t in statement.expression.find_all(exp.Table) if t.db}
+    assert read == {"lake.orders_events", "lake.orders_increments"}, read
+
+
+@pytest.mark.parametrize("dialect", ["trino", "athena"])
+def test_the_trino_history_takes_the_last_known_value_and_exact_microseconds(dialect):
+    """sqlglot writes Spark's LAST(x, TRUE) OVER w as ARBITRARY(x) IGNORE NULLS (any value, not the last known) and
+    leaves timestamp_micros, which Trino lacks, as it is."""
+    text = history_view_sql(SCHEMA, "lake", dialect)
+    tree = sqlglot.parse_one(text, read=dialect)
+    assert "ARBITRARY" not in text.upper() and "TIMESTAMP_MICROS" not in text.upper()
+    toastable = [f.name for f in SCHEMA.fields if f.toastable and f.name not in SCHEMA.key]
+    assert len(list(tree.find_all(exp.LastValue))) == len(toastable)
+    assert text.count("LAST_VALUE(") == len(toastable) and text.count(") IGNORE NULLS OVER") >= len(toastable)
+    assert text.upper().count("FROM_UNIXTIME_NANOS(") == 2  # __valid_from, __valid_to
+    assert "Cannot convert" not in text and "ROW(" in text  # each struct typed as Trino's ROW
+
+
+@pytest.mark.parametrize("dialect", sorted(set(DIALECTS) - set(HISTORY_DIALECTS)))
+def test_an_engine_without_a_history_form_gets_one_line(dialect):
+    with pytest.raises(UnsupportedDialect, match="orders_history .row_history. has a form for spark, trino, athena only"):
+        history_view_sql(SCHEMA, "lake", dialect)
 
 
 def test_hive_form_uses_only_what_hive_has():
