@@ -111,6 +111,16 @@ class TablePaths:
         return f"{self.root}/_state"
 
     @property
+    def schema(self) -> str:
+        """The folder of the table's schemas, one numbered file per version (the highest is current)."""
+        return f"{self.state}/schema"
+
+    @property
+    def manifests(self) -> str:
+        """The folder of the table's base version manifests, one numbered file per version."""
+        return f"{self.state}/manifests"
+
+    @property
     def lake_format(self) -> str:
         """The lake format the table is written in ({"format": n}; none: format 1)."""
         return f"{self.state}/format.json"
@@ -140,6 +150,66 @@ class TablePaths:
         """Held while the table is compacted; still there after a compactor was killed."""
         return f"{self.state}/compact.lock"
 
+    @property
+    def view_record(self) -> str:
+        """The hash of the SQL the table's view was created with ({"sha256": ...})."""
+        return f"{self.state}/view.json"
+
+    @property
+    def schema_changes(self) -> str:
+        """The folder of the table's schema changes, each kept until its hooks have fired."""
+        return f"{self.state}/schema_changes"
+
+    def schema_change(self, source_hash: str) -> str:
+        """The schema change to the source schema of hash `source_hash`: the payload its hooks are sent."""
+        return f"{self.schema_changes}/{source_hash}.json"
+
+    @property
+    def hooks_fired(self) -> str:
+        """Which hook fired for which schema change of the table."""
+        return f"{self.state}/hooks_fired.json"
+
+
+@dataclass(frozen=True)
+class DatabasePaths:
+    """Where one database's own parts live, beside its tables' folders (docs/design.md "Storage layout")."""
+
+    root: str
+
+    @classmethod
+    def of(cls, warehouse: str, database: str) -> DatabasePaths:
+        """The database's folder in the warehouse; a plain path becomes a file: URI. Needs no Spark session."""
+        return cls(f"{warehouse_uri(warehouse).rstrip('/')}/{database}")
+
+    @property
+    def quarantine(self) -> str:
+        """Where events that belong to no table go (lines that are no event at all)."""
+        return f"{self.root}/_quarantine"
+
+    @property
+    def state(self) -> str:
+        return f"{self.root}/_state"
+
+    @property
+    def land_state(self) -> str:
+        """The lander's state, one numbered file per committed batch (the highest is current)."""
+        return f"{self.state}/land"
+
+    @property
+    def land_intent(self) -> str:
+        """The input of the batch being landed, fixed before any of it is written; gone once it committed."""
+        return f"{self.state}/land-intent.json"
+
+    @property
+    def land_lock(self) -> str:
+        """Held while the database is landed into; still there after a lander was killed."""
+        return f"{self.state}/land.lock"
+
+    @property
+    def run_status(self) -> str:
+        """What `run` is doing, rewritten as it goes (the default `[run] status_file` of a local warehouse)."""
+        return f"{self.state}/run-status.json"
+
 
 def published_feed_versions(names: list[str], base_version: int) -> list[int]:
     """The change feed's versions among the names in its folder: a version's feed is written before its manifest,
@@ -154,7 +224,8 @@ class Catalog:
     def __init__(self, spark: SparkSession | None, config: Config):
         self.spark, self.config = spark, config
         self.database = config.database
-        self.root = f"{warehouse_uri(config.warehouse).rstrip('/')}/{config.database}"
+        self.database_paths = DatabasePaths.of(config.warehouse, config.database)
+        self.root = self.database_paths.root
         self._readable: set[str] = set()  # tables whose lake format this version was found to read
         self._meta_revisions: dict[str, int] = {}  # the meta revision each read table's state recorded
 
@@ -173,7 +244,7 @@ class Catalog:
     @property
     def unplaced_quarantine(self) -> str:
         """Where events that belong to no table go (lines that are no event at all)."""
-        return f"{self.root}/_quarantine"
+        return self.database_paths.quarantine
 
     def quarantine(self, table: str | None) -> str:
         """A table's quarantine folder; None: the events of no table."""
@@ -198,11 +269,11 @@ class Catalog:
 
     # -- schemas ---------------------------------------------------------------------------------
     def _schema_state(self, table: str) -> VersionedState:
-        return VersionedState(self.storage, f"{self.paths(table).state}/schema")
+        return VersionedState(self.storage, self.paths(table).schema)
 
     def tables(self) -> list[str]:
         names = self.storage.list_names(self.root)
-        return [n for n in names if not n.startswith("_") and self.storage.exists(f"{self.root}/{n}/_state/schema")]
+        return [n for n in names if not n.startswith("_") and self.storage.exists(self.paths(n).schema)]
 
     def quarantined_only(self) -> list[str]:
         """Names that have quarantined events but no table (none of their topic's events could land yet)."""
@@ -348,7 +419,7 @@ class Catalog:
         # compaction published meanwhile (it holds the table's lock, not the land's) is either among them or added
         # by that compaction
         paths = self.paths(schema.table)
-        committed = Manifests(self.storage, f"{paths.state}/manifests").versions()
+        committed = Manifests(self.storage, paths.manifests).versions()
         published = published_feed_versions(self.storage.list_names(paths.changes_root), max(committed, default=0))
         self.add_partitions(table, [([(CHANGE_PARTITION[0], v)], paths.changes(v)) for v in published])
 

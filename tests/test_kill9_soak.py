@@ -22,7 +22,7 @@ import pytest
 
 from lakecompact.crashpoints import STEPS
 from tests.semantics.reference import expected_view
-from tests.support.cli import ROOT, process_env
+from tests.support.cli import ROOT, killed, process_env
 from tests.support.databases import database_name, lake_config
 from tests.support.layout import archived_batches, batch_folders, unconsumed_batches
 from tests.support.source import Source, deliver
@@ -127,10 +127,6 @@ def _bury(group: int) -> None:
             return
         time.sleep(0.1)  # polling for the group to be gone
     raise AssertionError(f"process group {group} outlived SIGKILL")
-
-
-def killed(result: subprocess.CompletedProcess) -> bool:
-    return result.returncode == -signal.SIGKILL
 
 
 def test_a_kill_at_every_step_then_the_same_command_is_exact(tmp_path, metastore_uri):

@@ -7,9 +7,6 @@ session connects with it; the S3 keys go to Spark as the s3a client's settings."
 
 from __future__ import annotations
 
-import threading
-import typing
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -18,6 +15,7 @@ from lakecompact import config as config_module
 from lakecompact.errors import ConfigError
 from tests.support.cli import lakecompact
 from tests.support.debezium import INT, TEXT, Topic, write_kcat
+from tests.support.http import HookReceiver
 
 pytestmark = pytest.mark.spark
 
@@ -30,21 +28,6 @@ SECRETS = {
     "S3 secret key": "S3-S3cret-3806",
     "S3 session token": "S3-Token-S3cret-3806",
 }
-
-
-class FailingHook(BaseHTTPRequestHandler):
-    """A hook endpoint that is down: every call gets a 500."""
-
-    seen_authorization: typing.ClassVar[list[str]] = []
-
-    def do_POST(self) -> None:  # the name http.server calls
-        FailingHook.seen_authorization.append(self.headers.get("Authorization", ""))
-        self.send_response(500)
-        self.end_headers()
-        self.wfile.write(b"hook endpoint down")
-
-    def log_message(self, *args) -> None:
-        pass
 
 
 def secret_config(tmp_path: Path, hook_port: int) -> Path:
@@ -82,9 +65,8 @@ def secret_config(tmp_path: Path, hook_port: int) -> Path:
 
 
 def test_no_secret_is_printed_or_written(tmp_path):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FailingHook)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    config = secret_config(tmp_path, server.server_address[1])
+    hook = HookReceiver(500, b"hook endpoint down")  # an endpoint that is down: every call gets a 500
+    config = secret_config(tmp_path, hook.port)
     (tmp_path / "events").mkdir()
     pg = Topic("pg.public.items", [("id", INT), ("name", TEXT)], ["id"])
     write_kcat(tmp_path / "events" / "part-1.jsonl", [
@@ -103,12 +85,13 @@ def test_no_secret_is_printed_or_written(tmp_path):
             lakecompact(config, "report", "--out", str(tmp_path / "report.html")),  # Spark reads the quarantine
         ]
     finally:
-        server.shutdown()
+        hook.close()
     # the runs did what they should, so that the search below covers real work
     assert [r.returncode for r in runs] == [0, 0, 1, 0, 0, 0], [r.stderr[-500:] for r in runs]
     assert "lake.public_items: 2 rows landed in batch 1" in runs[0].stdout
     assert "hook http:" in runs[1].stderr  # the failure was reported...
-    assert FailingHook.seen_authorization == [f"Bearer {SECRETS['hook header']}"]  # ...after the header was sent
+    sent = [headers.get("Authorization", "") for _, headers in hook.received]
+    assert sent == [f"Bearer {SECRETS['hook header']}"]  # ...after the header was sent
     assert "Traceback" in runs[2].stderr
     assert "unknown op" in (tmp_path / "report.html").read_text()
 

@@ -1,6 +1,6 @@
-"""`lakecompact compact` and `lakecompact rollback`: the compactor, its recovery, planning and writing of a version
-and its change feed; the swap (swap.py), the archive (archive.py), garbage collection (garbage.py) and rollback
-(rollback.py) are modules of their own.
+"""`lakecompact compact` and `lakecompact rollback`: the compactor, planning and writing of a version and its change
+feed; the commit half (commit.py: the lock, recovery, the swap, publishing, the archive, garbage collection) and
+rollback (rollback.py) are modules of their own.
 
 Per table, under its lock (docs/design.md "Compaction protocol"):
 1. converge the metastore to the highest manifest, and archive what that version consumed (crash recovery;
@@ -27,8 +27,9 @@ from pyspark.sql.types import IntegerType, StructType
 
 from lakecompact import crashpoints, sql
 from lakecompact.catalog import VERSION_PROPERTY, Catalog, TablePaths
-from lakecompact.compaction import archive, changes, garbage, swap
+from lakecompact.compaction import changes
 from lakecompact.compaction.archive import first_gone
+from lakecompact.compaction.commit import TableCommit, feed_staging
 from lakecompact.compaction.manifest import Manifest, Manifests
 from lakecompact.compaction.partitions import (
     MARKER_BUCKET,
@@ -42,19 +43,16 @@ from lakecompact.compaction.rollback import roll_back
 from lakecompact.compaction.spread import bucket_spread
 from lakecompact.config import Config
 from lakecompact.errors import LockHeld, MissingIncrement
-from lakecompact.identifiers import column_list, qualified
-from lakecompact.naming import base_table, changes_table, events_table, increments_table
+from lakecompact.identifiers import column_list
 from lakecompact.report import say, seconds_since, warn
 from lakecompact.schema.model import (
     BASE_EXTRA,
-    CHANGE_PARTITION,
     DELTA_BUCKETS_FROM,
     META_COLUMNS,
     TableSchema,
 )
 from lakecompact.semantics import semantics_context
 from lakecompact.spark import write_counted
-from lakecompact.storage import exclusive_lock, is_object_store
 from lakecompact.views import row_history
 from lakecompact.views.definition import refresh_view_as_saved
 
@@ -125,39 +123,10 @@ class Compactor:
         self.schema = self.catalog.require(table)
         self.table = table
         self.settings = config.table(table)
-        self.paths: TablePaths = self.catalog.paths(table)
-        self.manifests = Manifests(self.storage, f"{self.paths.state}/manifests")
-        self.base_table = base_table(table)
-        self.increments_table = increments_table(table)
-        self.changes_table = changes_table(table)
-        self.events_table = events_table(table)
-
-    def lock(self):
-        return exclusive_lock(self.storage, self.paths.compaction_lock, f"table {self.table} is being compacted",
-                              lease_seconds=self.config.locks.lease_seconds)
-
-    # -- recovery --------------------------------------------------------------------------------
-    def converge(self) -> Manifest:
-        """Make the metastore match the highest manifest and finish archiving what it consumed."""
-        manifest = self.manifests.latest(self._bucket_count())
-        current = int(self.catalog.properties(self.base_table).get(VERSION_PROPERTY, "0"))
-        if current == manifest.version and self._finished_version() == manifest.version:
-            return manifest  # nothing to finish: saves the metastore round trips below on every compaction
-        if current != manifest.version:
-            say(f"  {self.table}: metastore at base v{current}, manifests at v{manifest.version}: finishing the swap")
-            self._point_base_at(manifest)
-        self._publish_changes(manifest.version)
-        self._archive(manifest.consumed)
-        self._collect_garbage(manifest)
-        self._mark_finished(manifest.version)
-        return manifest
-
-    def _finished_version(self) -> int | None:
-        finished = self.storage.read_json_or_none(self.paths.finished)
-        return finished["version"] if finished else None
-
-    def _mark_finished(self, version: int) -> None:
-        self.storage.write_json(self.paths.finished, {"version": version}, overwrite=True)
+        self.commit = TableCommit(self.catalog, config, table, self._bucket_count())
+        self.paths: TablePaths = self.commit.paths
+        self.manifests: Manifests = self.commit.manifests
+        self.increments_table = self.commit.increments_table
 
     def _bucket_count(self) -> int:
         return 0 if self.schema.keyless else self.settings.buckets
@@ -165,8 +134,8 @@ class Compactor:
     # -- compaction ------------------------------------------------------------------------------
     def compact(self) -> CompactReport | None:
         started = time.monotonic()
-        with self.lock():
-            current = self.converge()
+        with self.commit.lock():
+            current = self.commit.converge()
             pending = self._pending(current)
             if not pending:
                 say(f"compact {self.table}: nothing pending (base v{current.version}) in {seconds_since(started)}")
@@ -181,15 +150,15 @@ class Compactor:
             increments = self._read_increments(pending)
             report = self._write_version(current, version, increments, pending, started)
             written = self.manifests.read(version)
-            self._point_base_at(written, current)
+            self.commit.point_base_at(written, current)
             crashpoints.reached("swap")
-            self._publish_changes(version)
+            self.commit.publish_changes(version)
             crashpoints.reached("changes-published")
-            self._archive(tuple(pending))
+            self.commit.archive(tuple(pending))
             crashpoints.reached("archive")
-            self._collect_garbage(written)
+            self.commit.collect_garbage(written)
             crashpoints.reached("garbage-collected")
-            self._mark_finished(version)
+            self.commit.mark_finished(version)
         say(
             f"compact {self.table}: base v{current.version} -> v{version}: {report.events_in} events from "
             f"{len(pending)} batch(es), {report.rows_out} rows written ({report.live_rows} live), "
@@ -211,7 +180,7 @@ class Compactor:
         if relanded:
             say(f"  {self.table}: batch(es) {', '.join(str(b) for _, b in relanded)} landed again after "
                 f"base v{current.version} folded them in: archived, not folded twice")
-            self._archive(relanded)
+            self.commit.archive(relanded)
         return [p for p in registered if p[1] not in folded]
 
     def _base_schema(self) -> StructType:
@@ -496,7 +465,7 @@ class Compactor:
     ) -> None:
         """Written before the version's manifest, published after it. One file per FEED_EVENTS_PER_FILE events
         applied (as many changes at most, bar a truncate's deletes)."""
-        staging = self._feed_staging(version)
+        staging = feed_staging(self.paths, version)
         self.storage.delete(staging)
         if self.settings.change_feed == "off":
             return
@@ -560,47 +529,11 @@ class Compactor:
             return self.spark.createDataFrame([], schema)
         return self.spark.read.schema(schema).parquet(*folders)
 
-    def _feed_staging(self, version: int) -> str:
-        """Where a version's feed is written: beside the feed, to appear in it whole by one folder rename for the
-        streams that tail its folder; on an object store, where a folder's rename copies every object, in place,
-        where only the partition of `<t>_changes` (added once the version is committed) publishes it."""
-        if is_object_store(self.paths.root):
-            return self.paths.changes(version)
-        return self.paths.changes_staging(version)
-
-    def _publish_changes(self, version: int) -> None:
-        staging, final = self._feed_staging(version), self.paths.changes(version)
-        if staging != final and self.storage.exists(staging):
-            self.storage.delete(final)
-            self.storage.rename(staging, final)
-        if self.storage.exists(final):
-            self.catalog.add_partitions(self.changes_table, [([(CHANGE_PARTITION[0], version)], final)])
-            self.catalog.refresh(self.changes_table)
-
     def _tombstone_cutoff(self) -> str | None:
         """Hard deletes: tombstones landed before this instant are purged (None: soft deletes keep them)."""
         if self.settings.delete_mode != "hard":
             return None
         return (datetime.now(UTC) - timedelta(hours=self.settings.tombstone_retention_hours)).isoformat()
-
-    # -- the swap and what follows -------------------------------------------------------------------
-    def _point_base_at(self, manifest: Manifest, pointed_at: Manifest | None = None) -> None:
-        """The commit (swap.py); `pointed_at`: the manifest the metastore is known to match."""
-        if any(is_delta(b) for b in manifest.buckets):
-            # a view made before deltas existed would read them as rows
-            refresh_view_as_saved(self.catalog, self.table)
-        if manifest.events is not None or (self.settings.row_history and self.catalog.spark.catalog.tableExists(
-                qualified(self.config.database, self.events_table))):
-            swap.point_events_at(self.catalog, self.events_table, self.paths, manifest)
-        swap.point_base_at(self.catalog, self.base_table, self.paths, manifest, pointed_at)
-
-    def _archive(self, consumed: tuple[tuple[str, int], ...]) -> None:
-        archive.archive(self.catalog, self.increments_table, consumed)
-
-    def _collect_garbage(self, current: Manifest) -> None:
-        garbage.collect_garbage(self.catalog, self.paths, self.manifests, self.changes_table,
-                                self.settings.keep_versions, current)
-        garbage.collect_events(self.storage, self.paths, self.manifests, current)
 
 
 def _row_counts(
@@ -658,4 +591,4 @@ def compact(
 
 def rollback(spark: SparkSession, config: Config, table: str, to_version: int | None = None) -> int:
     """Back one base version, or (`to_version`) back to that version, one version at a time; the version now."""
-    return roll_back(Compactor(spark, config, table), to_version)
+    return roll_back(Compactor(spark, config, table).commit, to_version)

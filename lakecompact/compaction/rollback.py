@@ -4,70 +4,67 @@ increments become pending again, then the base points at the version before; und
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from lakecompact.compaction.archive import require_archived
+from lakecompact.compaction.commit import TableCommit
 from lakecompact.compaction.manifest import Manifest
 from lakecompact.errors import RollbackError
 from lakecompact.report import say, seconds_since
 from lakecompact.schema.model import CHANGE_PARTITION
 
-if TYPE_CHECKING:
-    from lakecompact.compaction.compact import Compactor
 
-
-def roll_back_one(compactor: Compactor) -> int:
+def roll_back_one(commit: TableCommit) -> int:
     """Back one version: its increments become pending again, then the base points at the version before; the
     version now."""
     started = time.monotonic()
-    storage, paths, catalog = compactor.storage, compactor.paths, compactor.catalog
-    with compactor.lock():
-        current = compactor.converge()
-        earlier = [v for v in compactor.manifests.versions() if v < current.version]
+    storage, paths, catalog = commit.storage, commit.paths, commit.catalog
+    with commit.lock():
+        current = commit.converge()
+        earlier = [v for v in commit.manifests.versions() if v < current.version]
         if earlier:
-            previous = compactor.manifests.read(earlier[-1])
+            previous = commit.manifests.read(earlier[-1])
         elif current.previous == 0:
             previous = Manifest(0, {}, current.bucket_count)
         else:
             raise RollbackError(
-                f"table {compactor.table} is at base v{current.version} with no earlier version kept "
-                f"(keep_versions = {compactor.settings.keep_versions})"
+                f"table {commit.table} is at base v{current.version} with no earlier version kept "
+                f"(keep_versions = {commit.settings.keep_versions})"
             )
-        require_archived(storage, paths, compactor.table, current, previous)
+        require_archived(storage, paths, commit.table, current, previous)
         # until the manifest is retired, a crash must leave recovery to do (drop the batches from the increments
         # again), or the next compaction would take them as pending and apply them twice
         storage.delete(paths.finished)
         restored = [([("__hour", hour), ("__batch", batch)], paths.increment(hour, batch))
                     for hour, batch in current.consumed]
-        catalog.add_partitions(compactor.increments_table, restored)
-        compactor.manifests.retire(current.version)
-        compactor._point_base_at(previous)
+        catalog.add_partitions(commit.increments_table, restored)
+        commit.manifests.retire(current.version)
+        commit.point_base_at(previous)
         # the folder first: a feed folder on disk is a published version (a schema change registers it again)
         storage.delete(paths.changes(current.version))
-        catalog.drop_partitions(compactor.changes_table, [[(CHANGE_PARTITION[0], current.version)]])
+        catalog.drop_partitions(commit.changes_table, [[(CHANGE_PARTITION[0], current.version)]])
         storage.delete(paths.base_version(current.version))
         storage.delete(paths.events(current.version))
     say(
-        f"rollback {compactor.table}: base v{current.version} -> v{previous.version}; {len(restored)} batch(es) "
+        f"rollback {commit.table}: base v{current.version} -> v{previous.version}; {len(restored)} batch(es) "
         f"pending again, in {seconds_since(started)}"
     )
     return previous.version
 
 
-def roll_back(compactor: Compactor, to_version: int | None = None) -> int:
+def roll_back(commit: TableCommit, to_version: int | None = None) -> int:
     """Back one base version, or (`to_version`) back to that version, one version at a time; the version now."""
     if to_version is None:
-        return roll_back_one(compactor)
-    kept = compactor.manifests.versions()
+        return roll_back_one(commit)
+    kept = commit.manifests.versions()
     current = kept[-1] if kept else 0
-    back_to_0 = kept and compactor.manifests.read(kept[0]).previous == 0
+    back_to_0 = kept and commit.manifests.read(kept[0]).previous == 0
     reachable = ([0] if back_to_0 else []) + [v for v in kept if v < current]
     if to_version != current and to_version not in reachable:
         raise RollbackError(
-            f"table {compactor.table} is at base v{current} and can go back to "
+            f"table {commit.table} is at base v{current} and can go back to "
             f"{', '.join(f'v{v}' for v in reachable) or 'no version'} (keep_versions = "
-            f"{compactor.settings.keep_versions}), not v{to_version}"
+            f"{commit.settings.keep_versions}), not v{to_version}"
         )
     while current > to_version:
-        current = roll_back_one(compactor)
+        current = roll_back_one(commit)
     return current

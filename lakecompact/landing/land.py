@@ -140,8 +140,8 @@ class Landing:
         self.spark, self.config = spark, config
         self.catalog = Catalog(spark, config)
         self.storage = self.catalog.storage
-        self.state = VersionedState(self.storage, f"{self.catalog.root}/_state/land")
-        self.intent_path = f"{self.catalog.root}/_state/land-intent.json"
+        self.state = VersionedState(self.storage, self.catalog.database_paths.land_state)
+        self.intent_path = self.catalog.database_paths.land_intent
         self._delete_forms: dict[str, str | None] = {}  # table -> DELETE_FORM_PROPERTY as stored, read once a run
         self._database: Future[None] | None = None  # ensure_database, while a run plans and reads its batch
         self._prepared = False  # _prepare done
@@ -154,7 +154,7 @@ class Landing:
             check_one_table_landing(self.config)
         # planned and read meanwhile (files and Spark jobs only): a new process's first metastore call takes seconds
         self._database = database = self.catalog.ensure_database_meanwhile()
-        lock = f"{self.catalog.root}/_state/land.lock"
+        lock = self.catalog.database_paths.land_lock
         try:
             with exclusive_lock(self.storage, lock, f"database {self.config.database} is being landed into",
                                 lease_seconds=self.config.locks.lease_seconds):

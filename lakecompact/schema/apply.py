@@ -56,7 +56,7 @@ def evolve(catalog: Catalog, config: Config, schema: TableSchema, fields: list[F
 
 def _fire(catalog: Catalog, config: Config, schema: TableSchema, new_version: int, source_hash: str, changes) -> None:
     body = hooks_module.payload(schema.table, config.database, schema.version, new_version, source_hash, changes)
-    pending = f"{catalog.paths(schema.table).state}/schema_changes/{source_hash}.json"
+    pending = catalog.paths(schema.table).schema_change(source_hash)
     if not catalog.storage.exists(pending):
         catalog.storage.write_json(pending, body, overwrite=True)
     retry_hooks(catalog, config, schema.table)
@@ -67,7 +67,7 @@ def retry_hooks(catalog: Catalog, config: Config, table: str) -> None:
     hooks = [*config.hooks, *config.table(table).hooks]
     if not hooks:
         return
-    state = catalog.paths(table).state
-    for name in catalog.storage.list_names(f"{state}/schema_changes"):
-        body = catalog.storage.read_json(f"{state}/schema_changes/{name}")
-        hooks_module.fire(hooks, body, catalog.storage, path=f"{state}/hooks_fired.json")
+    paths = catalog.paths(table)
+    for name in catalog.storage.list_names(paths.schema_changes):
+        body = catalog.storage.read_json(f"{paths.schema_changes}/{name}")
+        hooks_module.fire(hooks, body, catalog.storage, path=paths.hooks_fired)

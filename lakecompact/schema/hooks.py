@@ -32,7 +32,7 @@ from lakecompact.errors import LakecompactError
 from lakecompact.report import warn
 from lakecompact.schema.evolution import Change, classify
 
-STATE_FILE = "hooks_fired.json"
+STATE_FILE = "hooks_fired.json"  # the record in a local directory; a table's is `TablePaths.hooks_fired`
 _PAYLOAD_KEYS = (
     "table",
     "database",
@@ -283,7 +283,10 @@ def _store(state: str | os.PathLike | HookStore, path: str | None) -> tuple[Hook
             raise HookError(
                 "hook state: a store without a root needs an explicit path for the fired-hooks record"
             )
-        path = f"{str(root).rstrip('/')}/_state/{STATE_FILE}"
+        # imported here: catalog brings in pyspark, which a local directory's record does not need
+        from lakecompact.catalog import TablePaths
+
+        path = TablePaths(str(root).rstrip("/")).hooks_fired
     return state, path
 
 

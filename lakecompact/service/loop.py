@@ -20,7 +20,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from lakecompact.catalog import Catalog
+from lakecompact.catalog import Catalog, DatabasePaths
 from lakecompact.compaction.compact import compact
 from lakecompact.config import RUN_TRIGGERS, Config
 from lakecompact.errors import LakecompactError, LockHeld, as_missing_file
@@ -53,7 +53,7 @@ def status_file_path(config: Config) -> str | None:
     if config.run.status_file:
         return config.run.status_file
     if LocalFiles.is_local(config.warehouse):
-        return str(LocalFiles.local_path(config.warehouse) / config.database / "_state" / "run-status.json")
+        return str(LocalFiles.local_path(DatabasePaths.of(config.warehouse, config.database).run_status))
     return None
 
 

@@ -60,7 +60,7 @@ def _joined(statements: list[tuple[str, str]]) -> str:
 
 
 def _record_path(catalog: Catalog, table: str) -> str:
-    return f"{catalog.paths(table).state}/view.json"
+    return catalog.paths(table).view_record
 
 
 def _digest(statement: str) -> str:

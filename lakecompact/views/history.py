@@ -24,7 +24,7 @@ def history(spark: SparkSession | None, config: Config, table: str) -> list[dict
     catalog = Catalog(spark, config)
     catalog.require(table)
     paths = catalog.paths(table)
-    entries = Manifests(catalog.storage, f"{paths.state}/manifests").history()
+    entries = Manifests(catalog.storage, paths.manifests).history()
     current = max((m.version for m, fate, _ in entries if fate == "kept"), default=None)
     rows = []
     for manifest, fate, rolled_back_at in entries:

@@ -47,7 +47,7 @@ def timeline(files: SparkSession | None, config: Config, table: str) -> dict[str
     paths = catalog.paths(table)
     consumed_at: dict[tuple[str, int], datetime] = {}
     compaction_lag = []
-    for manifest, fate, _ in Manifests(catalog.storage, f"{paths.state}/manifests").history():
+    for manifest, fate, _ in Manifests(catalog.storage, paths.manifests).history():
         written = _time(manifest.stats.get("created_at"))
         if fate == "rolled back" or written is None:
             continue

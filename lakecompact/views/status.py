@@ -23,13 +23,13 @@ def status(spark: SparkSession | None, config: Config) -> list[dict[str, Any]]:
     """One row per table, and one for the events of no table if any were quarantined. Without a session
     (None) a local warehouse is read from the disk."""
     catalog = Catalog(spark, config)
-    _, land_state = VersionedState(catalog.storage, f"{catalog.root}/_state/land").latest()
+    _, land_state = VersionedState(catalog.storage, catalog.database_paths.land_state).latest()
     landed_batches = (land_state or {}).get("batch", 0)  # a batch above it was never committed (a crashed land)
     rows = []
     for table in catalog.tables():
         schema = catalog.require(table)
         paths = catalog.paths(table)
-        manifests = Manifests(catalog.storage, f"{paths.state}/manifests")
+        manifests = Manifests(catalog.storage, paths.manifests)
         latest = manifests.latest(0)
         current = latest if latest.version else None  # version 0: never compacted
         stats = current.stats if current else {}

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from lakecompact.catalog import Catalog
+from lakecompact.compaction.commit import TableCommit
 from lakecompact.compaction.compact import VERSION_PROPERTY, Compactor
 from lakecompact.compaction.manifest import Manifests
 from lakecompact.errors import LockHeld, MissingFile, MissingIncrement, RollbackError
@@ -149,7 +150,7 @@ def items(two_batches, request) -> OneTable:
     "crash_at",
     [
         # the manifest of v2 is written, the metastore still names v1
-        pytest.param((Compactor, "_point_base_at", lambda self, m, *pointed_at: m.version == 2), id="before-swap"),
+        pytest.param((TableCommit, "point_base_at", lambda self, m, *pointed_at: m.version == 2), id="before-swap"),
         # the swap's partitions moved to v2 (one metastore call), the version property still names v1
         pytest.param((Catalog, "set_properties", lambda self, table, properties: properties.get(VERSION_PROPERTY) == "2"),
                      id="partitions-moved"),
@@ -205,7 +206,7 @@ def test_crash_before_the_manifest_leaves_garbage_the_next_run_replaces(items, m
 
 def test_crash_after_swap_before_archive_is_finished_by_next_run(items, monkeypatch):
     lake, T = items, items.table
-    crash_once(monkeypatch, Compactor, "_archive", lambda self, consumed: 2 in [b for _, b in consumed])
+    crash_once(monkeypatch, TableCommit, "archive", lambda self, consumed: 2 in [b for _, b in consumed])
     with pytest.raises(Crash):
         lake.compact()
     assert base_version(lake) == 2  # committed

@@ -1,11 +1,12 @@
-"""`lakecompact` as separate processes, as an operator runs them: one command (`lakecompact`, `sql_lines`), a
-`run` (`start_run`), the views read back by a `sql` process (`read_views`), on a minimal config of the files
-source (`minimal_config`)."""
+"""`lakecompact` as separate processes, as an operator runs them: one command (`lakecompact`, `sql_lines`; whether
+it was killed: `killed`), a `run` (`start_run`), the views read back by a `sql` process (`read_views`), on a minimal
+config of the files source (`minimal_config`)."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,11 @@ def lakecompact(config: Path, *args: str, kill_at: str | None = None, python: Pa
         [str(python), "-m", "lakecompact", "--config", str(config), *args],
         check=False, cwd=cwd, env=process_env(kill_at), capture_output=True, text=True, timeout=600,
     )
+
+
+def killed(result: subprocess.CompletedProcess) -> bool:
+    """The process ended by SIGKILL (kill -9): its own at a kill_at step, or a test's."""
+    return result.returncode == -signal.SIGKILL
 
 
 def start_run(config: Path, kill_at: str | None = None) -> subprocess.Popen:

@@ -8,13 +8,13 @@ import sys
 import threading
 import time
 import types
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from lakecompact.errors import ConfigError
 from lakecompact.schema.evolution import Change
 from lakecompact.schema.hooks import STATE_FILE, HookConfig, HookError, HookResult, fire, payload
+from tests.support.http import HookReceiver
 
 CHANGE = payload(
     "orders",
@@ -180,41 +180,10 @@ def test_command_timeout_stops_the_command(tmp_path):
 # -- HTTP hooks against a local server ------------------------------------------------------------
 
 
-class Receiver:
-    """A tiny webhook receiver on 127.0.0.1: records POSTs; `answers` is the status for each next request."""
-
-    def __init__(self):
-        self.received: list[tuple[dict, dict]] = []
-        self.answers: list[int] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.received.append((json.loads(body), dict(self.headers)))
-                status = receiver.answers.pop(0) if receiver.answers else 204
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/schema-changes"
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def receiver():
-    running = Receiver()
-    yield running
-    running.close()
+    with HookReceiver() as running:
+        yield running
 
 
 def test_http_hook_posts_the_payload_with_headers(receiver, tmp_path, monkeypatch):
