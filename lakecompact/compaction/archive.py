@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from lakecompact.catalog import Catalog, TablePaths
+from lakecompact.catalog import Catalog
 from lakecompact.compaction.manifest import Manifest
 from lakecompact.errors import MissingFile
+from lakecompact.paths import TablePaths
 from lakecompact.storage import Storage
 
 

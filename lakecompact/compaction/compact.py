@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StructType
 
 from lakecompact import crashpoints, sql
-from lakecompact.catalog import VERSION_PROPERTY, Catalog, TablePaths
+from lakecompact.catalog import VERSION_PROPERTY, Catalog
 from lakecompact.compaction import changes
 from lakecompact.compaction.archive import first_gone
 from lakecompact.compaction.commit import TableCommit, feed_staging
@@ -44,6 +44,7 @@ from lakecompact.compaction.spread import bucket_spread
 from lakecompact.config import Config
 from lakecompact.errors import LockHeld, MissingIncrement
 from lakecompact.identifiers import column_list
+from lakecompact.paths import TablePaths
 from lakecompact.report import say, seconds_since, warn
 from lakecompact.schema.model import (
     BASE_EXTRA,

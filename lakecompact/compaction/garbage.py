@@ -3,8 +3,9 @@ same versions (docs/change-feed.md "How long versions stay"); folders no kept ma
 
 from __future__ import annotations
 
-from lakecompact.catalog import Catalog, TablePaths
+from lakecompact.catalog import Catalog
 from lakecompact.compaction.manifest import Manifest, Manifests
+from lakecompact.paths import TablePaths
 from lakecompact.schema.model import CHANGE_PARTITION
 
 

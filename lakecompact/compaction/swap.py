@@ -3,8 +3,9 @@ partitions are pointed at the manifest's folders, then the table's version prope
 
 from __future__ import annotations
 
-from lakecompact.catalog import VERSION_PROPERTY, Catalog, TablePaths
+from lakecompact.catalog import VERSION_PROPERTY, Catalog
 from lakecompact.compaction.manifest import Manifest
+from lakecompact.paths import TablePaths
 from lakecompact.views.row_history import EVENTS_PARTITION
 
 

@@ -283,8 +283,8 @@ def _store(state: str | os.PathLike | HookStore, path: str | None) -> tuple[Hook
             raise HookError(
                 "hook state: a store without a root needs an explicit path for the fired-hooks record"
             )
-        # imported here: catalog brings in pyspark, which a local directory's record does not need
-        from lakecompact.catalog import TablePaths
+        # imported here: the paths bring in pyspark, which a local directory's record does not need
+        from lakecompact.paths import TablePaths
 
         path = TablePaths(str(root).rstrip("/")).hooks_fired
     return state, path

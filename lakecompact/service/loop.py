@@ -20,11 +20,12 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from lakecompact.catalog import Catalog, DatabasePaths
+from lakecompact.catalog import Catalog
 from lakecompact.compaction.compact import compact
 from lakecompact.config import RUN_TRIGGERS, Config
 from lakecompact.errors import LakecompactError, LockHeld, as_missing_file
 from lakecompact.landing.land import land
+from lakecompact.paths import DatabasePaths
 from lakecompact.report import plain, say, seconds_since, warn
 from lakecompact.service import metrics
 from lakecompact.service.policy import compaction_due

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from lakecompact import sql
 from lakecompact.identifiers import qualified
@@ -13,7 +13,25 @@ from lakecompact.semantics import semantics_context
 from lakecompact.views import row_history
 
 if TYPE_CHECKING:
-    from lakecompact.catalog import Catalog
+    from pyspark.sql import SparkSession
+
+    from lakecompact.config import Config
+    from lakecompact.paths import TablePaths
+    from lakecompact.storage import LocalFiles, Storage
+
+
+class Catalog(Protocol):
+    """What making a view needs of `lakecompact.catalog.Catalog`, which makes the views: named here so that the
+    views do not import the catalog back."""
+
+    database: str
+    config: Config
+    spark: SparkSession
+    storage: Storage | LocalFiles
+
+    def paths(self, table: str) -> TablePaths: ...
+
+    def require(self, table: str) -> TableSchema: ...
 
 TEMPLATE = "create_view.sql.j2"
 
@@ -41,7 +59,7 @@ def view_statements(catalog: Catalog, schema: TableSchema) -> list[tuple[str, st
     """(template, SQL) of the view, and with `row_history` of `<t>_events` (if not there) and `<t>_history`."""
     statements = [(TEMPLATE, view_statement(catalog, schema))]
     if catalog.config.table(schema.table).row_history:
-        statements += row_history.history_statements(catalog, schema)
+        statements += row_history.history_statements(catalog.database, schema, catalog.paths(schema.table).events_root)
     return statements
 
 

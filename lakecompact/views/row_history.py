@@ -3,17 +3,12 @@ compactions keep (`<t>_events`) and the pending increments (docs/design.md "Row 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lakecompact import sql
 from lakecompact.errors import ConfigError
 from lakecompact.identifiers import qualified
 from lakecompact.naming import events_table, history_table, increments_table
 from lakecompact.schema.model import BASE_EXTRA, META_COLUMNS, TableSchema
 from lakecompact.semantics import columns_context
-
-if TYPE_CHECKING:
-    from lakecompact.catalog import Catalog
 
 QUERY = "history_rows.sql.j2"
 EVENTS_PARTITION = ("__part", "INT")  # the version whose compaction wrote the partition's events
@@ -49,13 +44,13 @@ def history_context(schema: TableSchema, *, events: str, increments: str | None,
     }
 
 
-def history_statements(catalog: Catalog, schema: TableSchema) -> list[tuple[str, str]]:
-    """(template, SQL) of `<t>_events` (if not there) and the view `<t>_history`, parse-checked."""
+def history_statements(database: str, schema: TableSchema, events_root: str) -> list[tuple[str, str]]:
+    """(template, SQL) of `<t>_events` (if not there, its folders under `events_root`) and the view `<t>_history`,
+    parse-checked."""
     require_keyed(schema)
-    database = catalog.database
     events = sql.render_checked(
         "create_table.sql.j2", database=database, table=events_table(schema.table), columns=event_columns(schema),
-        partitions=[EVENTS_PARTITION], location=catalog.paths(schema.table).events_root, properties={},
+        partitions=[EVENTS_PARTITION], location=events_root, properties={},
     )
     view = sql.render_checked(
         "create_view.sql.j2", database=database, view=history_table(schema.table), query=QUERY,

@@ -12,9 +12,10 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from lakecompact.catalog import UNPLACED, Catalog, TablePaths, published_feed_versions
+from lakecompact.catalog import UNPLACED, Catalog, published_feed_versions
 from lakecompact.compaction.manifest import Manifests
 from lakecompact.config import Config
+from lakecompact.paths import TablePaths
 from lakecompact.report import iso_ms, say, shown
 from lakecompact.storage import VersionedState, folder_stats
 
