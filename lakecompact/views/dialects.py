@@ -33,7 +33,8 @@ from lakecompact.views import DIALECTS, Dialect, row_history
 
 HISTORY_DIALECTS = ("spark", "trino", "athena")
 # sqlglot types MAX_BY's value as nothing; it is the value's type, as MAX's is (Trino's ROW needs field types)
-_TYPES = {**Spark().EXPRESSION_METADATA, exp.ArgMax: Spark().EXPRESSION_METADATA[exp.Max]}
+_SPARK_TYPES = Spark().EXPRESSION_METADATA
+_TYPES = {**_SPARK_TYPES, exp.ArgMax: _SPARK_TYPES[exp.Max]}
 
 
 class UnsupportedDialect(LakecompactError):
