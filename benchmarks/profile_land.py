@@ -1,7 +1,10 @@
-"""One cold `land` with Spark's event log on, and the log read back as a table of every job and stage.
+"""One cold `land` (or the first `compact` after it) with Spark's event log on, and the log read back as a table of
+every job and stage.
 
     python benchmarks/profile_land.py run GLOB OUT_DIR [--driver-memory 2g]   # a fresh process: lake + event log
     python benchmarks/profile_land.py table OUT_DIR                           # the Markdown table of that log
+    python benchmarks/profile_land.py compact OUT_DIR [--buckets 8]           # a fresh process: compact OUT_DIR's lake
+    python benchmarks/profile_land.py table OUT_DIR/compact                   # the table of that compaction
 
 Per job: its call site (the lakecompact line that started it), wall time; per stage under it: wall time, the summed
 task time (executor run time), rows and bytes read (input + shuffle read) and written (output + shuffle write).
@@ -17,24 +20,30 @@ import time
 from pathlib import Path
 
 
-def run(glob: str, out: Path, driver_memory: str) -> None:
+def _config(glob: str, out: Path, logs: Path, driver_memory: str, buckets: int):
     from lakecompact import config as config_module
+
+    return config_module.from_dict({
+        "warehouse": str(out / "warehouse"), "database": "lake", "defaults": {"buckets": buckets},
+        "source": {"kind": "files", "paths": [glob]},
+        "spark": {"master": "local[2]", "conf": {
+            "spark.driver.memory": driver_memory, "spark.sql.shuffle.partitions": "16",
+            "spark.sql.session.timeZone": "UTC", "spark.ui.enabled": "false",
+            "spark.eventLog.enabled": "true", "spark.eventLog.dir": f"file:{logs / 'events'}",
+            "spark.eventLog.compress": "false",
+        }},
+    })
+
+
+def run(glob: str, out: Path, driver_memory: str, buckets: int) -> None:
     from lakecompact.landing.land import land
     from lakecompact.spark import create_session
 
     if out.exists():
         shutil.rmtree(out)
     (out / "events").mkdir(parents=True)
-    config = config_module.from_dict({
-        "warehouse": str(out / "warehouse"), "database": "lake",
-        "source": {"kind": "files", "paths": [glob]},
-        "spark": {"master": "local[2]", "conf": {
-            "spark.driver.memory": driver_memory, "spark.sql.shuffle.partitions": "16",
-            "spark.sql.session.timeZone": "UTC", "spark.ui.enabled": "false",
-            "spark.eventLog.enabled": "true", "spark.eventLog.dir": f"file:{out / 'events'}",
-            "spark.eventLog.compress": "false",
-        }},
-    })
+    (out / "glob").write_text(glob)
+    config = _config(glob, out, out, driver_memory, buckets)
     started = time.monotonic()
     spark = create_session(config)
     session = time.monotonic() - started
@@ -45,6 +54,30 @@ def run(glob: str, out: Path, driver_memory: str) -> None:
     summary = {"session_start_s": round(session, 2), "land_s": round(seconds, 2), "events_in": report.events_in,
                "rows_out": report.rows_out, "quarantined": report.quarantined, "skipped": report.skipped}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary))
+
+
+def compact(out: Path, driver_memory: str, buckets: int) -> None:
+    """Every table of OUT_DIR's lake compacted, in a fresh process; the log and summary in OUT_DIR/compact."""
+    from lakecompact.compaction.compact import compact as compact_tables
+    from lakecompact.spark import create_session
+
+    logs = out / "compact"
+    if logs.exists():
+        shutil.rmtree(logs)
+    (logs / "events").mkdir(parents=True)
+    config = _config((out / "glob").read_text(), out, logs, driver_memory, buckets)
+    started = time.monotonic()
+    spark = create_session(config)
+    session = time.monotonic() - started
+    started = time.monotonic()
+    reports = compact_tables(spark, config)
+    seconds = time.monotonic() - started
+    spark.stop()
+    summary = {"session_start_s": round(session, 2), "land_s": round(seconds, 2),
+               "events_in": sum(r.events_in for r in reports), "step": "compact",
+               "rows_out": {r.table: r.rows_out for r in reports}, "quarantined": {}, "skipped": 0}
+    (logs / "summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary))
 
 
@@ -85,7 +118,7 @@ def table(out: Path) -> str:
             stage["bytes_out"] += m["Output Metrics"]["Bytes Written"] + shuffle_write["Shuffle Bytes Written"]
             stage["spill"] += m["Disk Bytes Spilled"]
     summary = json.loads((out / "summary.json").read_text())
-    lines = [(f"`land` {summary['land_s']} s (session start {summary['session_start_s']} s apart); "
+    lines = [(f"`{summary.get('step', 'land')}` {summary['land_s']} s (session start {summary['session_start_s']} s apart); "
               f"{summary['events_in']:,} events in, rows out {summary['rows_out']}, quarantined "
               f"{summary['quarantined']}, skipped {summary['skipped']}"), "",
              "| job | call site | stage | tasks | wall s | task s | rows in | MB in | rows out | MB out | spill MB |",
@@ -115,12 +148,15 @@ def _stage() -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["run", "table"])
+    parser.add_argument("command", choices=["run", "compact", "table"])
     parser.add_argument("args", nargs="+")
     parser.add_argument("--driver-memory", default="2g")
+    parser.add_argument("--buckets", type=int, default=8)
     a = parser.parse_args()
     if a.command == "run":
-        run(a.args[0], Path(a.args[1]), a.driver_memory)
+        run(a.args[0], Path(a.args[1]), a.driver_memory, a.buckets)
+    elif a.command == "compact":
+        compact(Path(a.args[0]), a.driver_memory, a.buckets)
     else:
         print(table(Path(a.args[0])))
 

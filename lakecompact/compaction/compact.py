@@ -411,7 +411,9 @@ class Compactor:
         self, current: Manifest, version: int, increments: DataFrame, pending, started: float
     ) -> CompactReport:
         plan = self._plan(current, version, increments)
-        touched = None if self.schema.keyless else self._touched_keys(increments)
+        # with nothing read from the base (a first compaction), no query has base rows to match with the keys
+        base_read_empty = plan.rows_read == 0 and not plan.deltas and not plan.deltas_read
+        touched = None if self.schema.keyless or base_read_empty else self._touched_keys(increments)
         base, shadowed = self._read_base(current, plan, touched)
         resolved = None
         try:
