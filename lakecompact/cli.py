@@ -92,7 +92,7 @@ def _require_tables(context: Context, tables: list[str] | None) -> None:
     """An unknown table named on the command line refused before a JVM starts, when the warehouse is local (its
     tables are read from the disk); elsewhere the command itself refuses it, once Spark is up."""
     if tables and config_module.is_local(context.config.warehouse):
-        from lakecompact.catalog import Catalog
+        from lakecompact.lake.catalog import Catalog
 
         catalog = Catalog(None, context.config)
         for table in tables:
@@ -219,7 +219,7 @@ def _schema(args, context: Context) -> None:
 
 
 def _views(args, context: Context) -> None:
-    from lakecompact.catalog import Catalog
+    from lakecompact.lake.catalog import Catalog
     from lakecompact.views.dialects import UnsupportedDialect, history_view_sql, view_sql
 
     database = context.config.database

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lakecompact.errors import ConfigError, InputFileError
-from lakecompact.schema.model import DELTA_BUCKETS_FROM
 
 DeleteMode = Literal["soft", "hard"]
 NameCase = Literal["lower", "upper", "preserve"]
@@ -41,6 +40,8 @@ METASTORE_SPARK_KEYS = (
 )
 
 TOAST_PLACEHOLDER = "__debezium_unavailable_value"
+# a keyed table's hash buckets are numbered 0 ... MAX_BUCKETS-1; lake/partitions.py numbers the deltas above them
+MAX_BUCKETS = 999_999
 
 # Confluent's subject naming strategies as format strings over {topic}, {kind} and {record}
 SUBJECT_STRATEGIES = {
@@ -271,8 +272,8 @@ class TableConfig:
     def validate(self, where: str) -> None:
         """The rules this section's values meet, each named by where it is set (`where`, e.g. "tables.orders")."""
         at = f"{where}." if where else ""
-        _require(1 <= self.buckets < DELTA_BUCKETS_FROM, f"{at}buckets",
-                 f"a whole number from 1 to {DELTA_BUCKETS_FROM - 1}", self.buckets)
+        _require(1 <= self.buckets <= MAX_BUCKETS, f"{at}buckets", f"a whole number from 1 to {MAX_BUCKETS}",
+                 self.buckets)
         _require(self.keep_versions >= 1, f"{at}keep_versions", "a whole number of at least 1", self.keep_versions)
         _require(self.tombstone_retention_hours >= 0, f"{at}tombstone_retention_hours", "a number of hours >= 0")
         _require(_is_number(self.delta_share) and self.delta_share > 0, f"{at}delta_share",

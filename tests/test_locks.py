@@ -12,9 +12,9 @@ import time
 import pytest
 
 from lakecompact import config as config_module
-from lakecompact.catalog import Catalog
 from lakecompact.errors import ConfigError, LockHeld
-from lakecompact.storage import exclusive_lock
+from lakecompact.lake.catalog import Catalog
+from lakecompact.lake.storage import exclusive_lock
 
 
 def _dead_pid() -> int:

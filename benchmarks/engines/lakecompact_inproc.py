@@ -39,7 +39,7 @@ def _plain(report):
 def as_of(spark, config, relation: str, moment: str) -> str:
     """`relation` as of `moment`, as `sql --as-of` reads it (lakecompact.views.read.run_sql): a query of it rewritten
     onto the row history of the tables that keep one."""
-    from lakecompact.catalog import Catalog
+    from lakecompact.lake.catalog import Catalog
     from lakecompact.views.as_of import as_of_query, moment_of
 
     history = {t for t in Catalog(spark, config).tables() if config.table(t).row_history}

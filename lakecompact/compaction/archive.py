@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from lakecompact.catalog import Catalog
-from lakecompact.compaction.manifest import Manifest
 from lakecompact.errors import MissingFile
-from lakecompact.paths import TablePaths
-from lakecompact.storage import Storage
+from lakecompact.lake.catalog import Catalog
+from lakecompact.lake.manifest import Manifest
+from lakecompact.lake.paths import TablePaths
+from lakecompact.lake.storage import Storage
 
 
 def archive(catalog: Catalog, increments_table: str, consumed: tuple[tuple[str, int], ...]) -> None:

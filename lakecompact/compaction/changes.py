@@ -15,8 +15,8 @@ from pyspark.sql.types import ArrayType, DataType, DoubleType, FloatType, MapTyp
 
 from lakecompact.config import ChangeFeedMode
 from lakecompact.errors import LakecompactError
-from lakecompact.schema.model import TableSchema, change_columns
-from lakecompact.semantics import semantics_context, semantics_sql
+from lakecompact.lake.model import TableSchema, change_columns
+from lakecompact.lake.semantics import semantics_context, semantics_sql
 from lakecompact.sql import query
 
 

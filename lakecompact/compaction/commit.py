@@ -7,18 +7,18 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 
-from lakecompact.catalog import VERSION_PROPERTY, Catalog
 from lakecompact.compaction import archive, garbage, swap
-from lakecompact.compaction.manifest import Manifest, Manifests
-from lakecompact.compaction.partitions import is_delta
 from lakecompact.config import Config
 from lakecompact.identifiers import qualified
+from lakecompact.lake.catalog import VERSION_PROPERTY, Catalog
+from lakecompact.lake.manifest import Manifest, Manifests
+from lakecompact.lake.model import CHANGE_PARTITION
+from lakecompact.lake.partitions import is_delta
+from lakecompact.lake.paths import TablePaths
+from lakecompact.lake.storage import exclusive_lock, is_object_store
+from lakecompact.lake.view_definition import refresh_view_as_saved
 from lakecompact.naming import base_table, changes_table, events_table, increments_table
-from lakecompact.paths import TablePaths
 from lakecompact.report import say
-from lakecompact.schema.model import CHANGE_PARTITION
-from lakecompact.storage import exclusive_lock, is_object_store
-from lakecompact.views.definition import refresh_view_as_saved
 
 __all__ = ["TableCommit", "feed_staging"]
 

@@ -26,12 +26,24 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StructType
 
 from lakecompact import crashpoints, sql
-from lakecompact.catalog import VERSION_PROPERTY, Catalog
 from lakecompact.compaction import changes
 from lakecompact.compaction.archive import first_gone
 from lakecompact.compaction.commit import TableCommit, feed_staging
-from lakecompact.compaction.manifest import Manifest, Manifests
-from lakecompact.compaction.partitions import (
+from lakecompact.compaction.rollback import roll_back
+from lakecompact.compaction.spread import bucket_spread
+from lakecompact.config import Config
+from lakecompact.errors import LockHeld, MissingIncrement
+from lakecompact.identifiers import column_list
+from lakecompact.lake import row_history
+from lakecompact.lake.catalog import VERSION_PROPERTY, Catalog
+from lakecompact.lake.manifest import Manifest, Manifests
+from lakecompact.lake.model import (
+    BASE_EXTRA,
+    META_COLUMNS,
+    TableSchema,
+)
+from lakecompact.lake.partitions import (
+    DELTA_BUCKETS_FROM,
     MARKER_BUCKET,
     data_bucket_of,
     delta_of,
@@ -39,23 +51,11 @@ from lakecompact.compaction.partitions import (
     is_delta,
     is_marker,
 )
-from lakecompact.compaction.rollback import roll_back
-from lakecompact.compaction.spread import bucket_spread
-from lakecompact.config import Config
-from lakecompact.errors import LockHeld, MissingIncrement
-from lakecompact.identifiers import column_list
-from lakecompact.paths import TablePaths
+from lakecompact.lake.paths import TablePaths
+from lakecompact.lake.semantics import semantics_context
+from lakecompact.lake.view_definition import refresh_view_as_saved
 from lakecompact.report import say, seconds_since, warn
-from lakecompact.schema.model import (
-    BASE_EXTRA,
-    DELTA_BUCKETS_FROM,
-    META_COLUMNS,
-    TableSchema,
-)
-from lakecompact.semantics import semantics_context
 from lakecompact.spark import write_counted
-from lakecompact.views import row_history
-from lakecompact.views.definition import refresh_view_as_saved
 
 __all__ = ["VERSION_PROPERTY", "CompactReport", "Compactor", "compact", "rollback"]
 

@@ -3,10 +3,10 @@ same versions (docs/change-feed.md "How long versions stay"); folders no kept ma
 
 from __future__ import annotations
 
-from lakecompact.catalog import Catalog
-from lakecompact.compaction.manifest import Manifest, Manifests
-from lakecompact.paths import TablePaths
-from lakecompact.schema.model import CHANGE_PARTITION
+from lakecompact.lake.catalog import Catalog
+from lakecompact.lake.manifest import Manifest, Manifests
+from lakecompact.lake.model import CHANGE_PARTITION
+from lakecompact.lake.paths import TablePaths
 
 
 def collect_garbage(

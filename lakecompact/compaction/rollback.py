@@ -7,10 +7,10 @@ import time
 
 from lakecompact.compaction.archive import require_archived
 from lakecompact.compaction.commit import TableCommit
-from lakecompact.compaction.manifest import Manifest
 from lakecompact.errors import RollbackError
+from lakecompact.lake.manifest import Manifest
+from lakecompact.lake.model import CHANGE_PARTITION
 from lakecompact.report import say, seconds_since
-from lakecompact.schema.model import CHANGE_PARTITION
 
 
 def roll_back_one(commit: TableCommit) -> int:

@@ -3,10 +3,10 @@ partitions are pointed at the manifest's folders, then the table's version prope
 
 from __future__ import annotations
 
-from lakecompact.catalog import VERSION_PROPERTY, Catalog
-from lakecompact.compaction.manifest import Manifest
-from lakecompact.paths import TablePaths
-from lakecompact.views.row_history import EVENTS_PARTITION
+from lakecompact.lake.catalog import VERSION_PROPERTY, Catalog
+from lakecompact.lake.manifest import Manifest
+from lakecompact.lake.paths import TablePaths
+from lakecompact.lake.row_history import EVENTS_PARTITION
 
 
 def point_base_at(

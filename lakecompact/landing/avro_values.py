@@ -19,9 +19,9 @@ from pyspark.sql import types as T
 
 from lakecompact.errors import SchemaError
 from lakecompact.identifiers import struct_type
+from lakecompact.lake.connect import Field, wire_type
+from lakecompact.lake.model import TableSchema
 from lakecompact.landing import decode
-from lakecompact.schema.connect import Field, wire_type
-from lakecompact.schema.model import TableSchema
 
 # Confluent's wire format: magic byte 0 and a 4-byte schema id before the Avro binary
 _AVRO_BODY = "substring(__value_bytes, 6)"

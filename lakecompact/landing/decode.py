@@ -16,8 +16,8 @@ from pyspark.sql import functions as F
 
 from lakecompact.errors import SchemaError
 from lakecompact.identifiers import quote, struct_type
-from lakecompact.schema.connect import Field, decode, is_placeholder, lost_inside, row_fields, schema_hash
-from lakecompact.schema.model import META_COLUMNS, TableSchema
+from lakecompact.lake.connect import Field, decode, is_placeholder, lost_inside, row_fields, schema_hash
+from lakecompact.lake.model import META_COLUMNS, TableSchema
 
 # The columns every raw event has, whatever the source (files or Kafka).
 RAW_COLUMNS = ("__kafka_topic", "__kafka_partition", "__kafka_offset", "key", "payload", "__origin", "__value_bytes")

@@ -11,7 +11,7 @@ from pyspark.sql.window import Window
 
 from lakecompact.errors import LakecompactError
 from lakecompact.identifiers import struct_type
-from lakecompact.storage import Storage
+from lakecompact.lake.storage import Storage
 
 _KCAT_LINE = struct_type([("topic", "STRING"), ("partition", "INT"), ("offset", "BIGINT"), ("key", "STRING"),
                           ("payload", "STRING")])

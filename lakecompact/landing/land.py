@@ -22,21 +22,21 @@ from pyspark.sql import DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 
 from lakecompact import crashpoints
-from lakecompact.catalog import DELETE_FORM_PROPERTY, UNPLACED, Catalog
 from lakecompact.config import Config
 from lakecompact.errors import LakecompactError, SchemaError
+from lakecompact.lake.catalog import DELETE_FORM_PROPERTY, UNPLACED, Catalog
+from lakecompact.lake.connect import Field, avro_reader_schema, avro_wire, strip_wire
+from lakecompact.lake.model import META_COLUMNS, TableSchema
+from lakecompact.lake.storage import VersionedState, exclusive_lock, folder_stats
+from lakecompact.lake.view_definition import refresh_view
 from lakecompact.landing import avro_values, decode, files
 from lakecompact.landing.decode import MessageShape
 from lakecompact.landing.intent import LandIntent, Requeue
 from lakecompact.naming import base_table, increments_table, table_for_topic
 from lakecompact.report import say, seconds_since, warn
 from lakecompact.schema import apply
-from lakecompact.schema.connect import Field, avro_reader_schema, avro_wire, strip_wire
-from lakecompact.schema.model import META_COLUMNS, TableSchema
 from lakecompact.schema.registry import RegistryError
 from lakecompact.spark import write_counted
-from lakecompact.storage import VersionedState, exclusive_lock, folder_stats
-from lakecompact.views.definition import refresh_view
 
 # the message as it came (Avro values as bytes), so that `requeue` can land it again once the cause is fixed
 QUARANTINE_COLUMNS = (

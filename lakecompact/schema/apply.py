@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from lakecompact.catalog import Catalog
 from lakecompact.config import Config
 from lakecompact.errors import IncompatibleSchemaChange
+from lakecompact.lake.catalog import Catalog
+from lakecompact.lake.connect import Field, schema_hash
+from lakecompact.lake.model import TableSchema
+from lakecompact.lake.view_definition import create_view
 from lakecompact.report import say
 from lakecompact.schema import evolution
 from lakecompact.schema import hooks as hooks_module
-from lakecompact.schema.connect import Field, schema_hash
-from lakecompact.schema.model import TableSchema
-from lakecompact.views.definition import create_view
 
 
 def evolve(catalog: Catalog, config: Config, schema: TableSchema, fields: list[Field],

@@ -3,7 +3,7 @@
 The registry holds the Avro schema that Confluent's AvroConverter derived from a Connect schema; it
 keeps the Connect facts in properties (`connect.name`, `connect.version`, `connect.parameters`,
 `connect.default`, `connect.type`). This module reverses that, so the result is the schema that
-JsonConverter would have embedded for the same Connect schema and `lakecompact.schema.connect`
+JsonConverter would have embedded for the same Connect schema and `lakecompact.lake.connect`
 (`row_fields`, `table_type`, `decode`) works on it unchanged:
 
 >>> connect_schema({"type": "int", "connect.type": "int16"})
@@ -27,7 +27,7 @@ import avro.errors
 import avro.schema
 
 from lakecompact.errors import SchemaError
-from lakecompact.schema.connect import DECIMAL
+from lakecompact.lake.connect import DECIMAL
 
 ENUM = "io.debezium.data.Enum"
 UNION = "io.confluent.connect.avro.Union"

@@ -1,10 +1,10 @@
 """Schema evolution as data: what changed between two versions of a table's columns, and is it safe.
 
 Pure functions over `Field`s (or `TableSchema`s). Types are compared as the Spark/Hive column types
-that `lakecompact.schema.connect.table_type` gives, so two Connect schemas stored alike (a Debezium
+that `lakecompact.lake.connect.table_type` gives, so two Connect schemas stored alike (a Debezium
 Timestamp and a MicroTimestamp are both TIMESTAMP) are no change at all.
 
->>> from lakecompact.schema.connect import Field
+>>> from lakecompact.lake.connect import Field
 >>> old = [Field("id", {"type": "int32"}), Field("name", {"type": "string"})]
 >>> new = [Field("id", {"type": "int64"}), Field("email", {"type": "string"})]
 >>> [c.change for c in diff(old, new)]
@@ -20,8 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from lakecompact.schema.connect import Field
-from lakecompact.schema.model import TableSchema
+from lakecompact.lake.connect import Field
+from lakecompact.lake.model import TableSchema
 
 ChangeKind = Literal["added", "dropped", "widened", "incompatible"]
 Classification = Literal["compatible", "incompatible"]

@@ -1,7 +1,7 @@
 """`lakecompact schema`: table schemas from the registry (or a local .avsc), as Hive DDL or applied.
 
 The registry's Avro schema of the Debezium envelope becomes a Connect schema (schema/avro.py), whose
-`after` record becomes the table's columns (schema/connect.py), rendered as DDL from sql_templates/.
+`after` record becomes the table's columns (lake/connect.py), rendered as DDL from sql_templates/.
 """
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lakecompact.catalog import Catalog
 from lakecompact.config import Config
 from lakecompact.errors import InputFileError, LakecompactError
+from lakecompact.lake.catalog import Catalog
+from lakecompact.lake.connect import row_fields
+from lakecompact.lake.model import TableSchema
 from lakecompact.naming import table_for_topic
 from lakecompact.report import say, warn
 from lakecompact.schema import apply, avro, evolution
-from lakecompact.schema.connect import row_fields
-from lakecompact.schema.model import TableSchema
 from lakecompact.schema.registry import Registry, SchemaNotFound
 
 

@@ -50,7 +50,7 @@ class HookError(LakecompactError):
 
 
 class HookStore(Protocol):
-    """Where the fired-hooks record is kept; `lakecompact.storage.Storage` is one."""
+    """Where the fired-hooks record is kept; `lakecompact.lake.storage.Storage` is one."""
 
     def exists(self, path: str) -> bool: ...
 
@@ -284,7 +284,7 @@ def _store(state: str | os.PathLike | HookStore, path: str | None) -> tuple[Hook
                 "hook state: a store without a root needs an explicit path for the fired-hooks record"
             )
         # imported here: the paths bring in pyspark, which a local directory's record does not need
-        from lakecompact.paths import TablePaths
+        from lakecompact.lake.paths import TablePaths
 
         path = TablePaths(str(root).rstrip("/")).hooks_fired
     return state, path

@@ -20,16 +20,16 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from lakecompact.catalog import Catalog
 from lakecompact.compaction.compact import compact
 from lakecompact.config import RUN_TRIGGERS, Config
 from lakecompact.errors import LakecompactError, LockHeld, as_missing_file
+from lakecompact.lake.catalog import Catalog
+from lakecompact.lake.paths import DatabasePaths
+from lakecompact.lake.storage import LocalFiles, lock_holder
 from lakecompact.landing.land import land
-from lakecompact.paths import DatabasePaths
 from lakecompact.report import plain, say, seconds_since, warn
 from lakecompact.service import metrics
 from lakecompact.service.policy import compaction_due
-from lakecompact.storage import LocalFiles, lock_holder
 from lakecompact.views.status import status, table_of
 
 # land steps failing in a row before `run` gives up (exit non-zero: a supervisor restarts it, and the

@@ -17,10 +17,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lakecompact import sql
-from lakecompact.catalog import Catalog
 from lakecompact.config import Config, VerifyConfig
 from lakecompact.errors import LakecompactError
 from lakecompact.identifiers import qualified
+from lakecompact.lake.catalog import Catalog
 from lakecompact.naming import verify_table
 from lakecompact.report import say, warn
 from lakecompact.verify import source, watch

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from lakecompact.config import TableConfig, VerifyConfig
 from lakecompact.errors import LakecompactError, ServiceUnavailable
-from lakecompact.schema.model import TableSchema
+from lakecompact.lake.model import TableSchema
 
 # The driver each URL scheme needs. A jdbc:mariadb URL is read as jdbc:mysql with the MariaDB driver's
 # permitMysqlScheme: Spark picks its SQL dialect (quoting names with backquotes) by the jdbc:mysql prefix only.

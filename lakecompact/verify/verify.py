@@ -18,10 +18,10 @@ from pyspark.sql import types as T
 from pyspark.sql.window import Window
 
 from lakecompact import sql
-from lakecompact.catalog import Catalog
 from lakecompact.config import Config, VerifyConfig
 from lakecompact.errors import LakecompactError
 from lakecompact.identifiers import qualified
+from lakecompact.lake.catalog import Catalog
 from lakecompact.naming import base_table, increments_table, verify_table
 from lakecompact.report import say, warn
 from lakecompact.verify import position, source

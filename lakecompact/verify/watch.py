@@ -16,11 +16,11 @@ from pyspark.sql import functions as F
 from lakecompact import sql
 from lakecompact.config import Config
 from lakecompact.errors import LakecompactError, SchemaError
+from lakecompact.lake.connect import avro_reader_schema, avro_wire
+from lakecompact.lake.model import TableSchema
 from lakecompact.landing import avro_values, decode, kafka
 from lakecompact.naming import table_for_topic
 from lakecompact.report import say
-from lakecompact.schema.connect import avro_reader_schema, avro_wire
-from lakecompact.schema.model import TableSchema
 from lakecompact.schema.registry import Registry, RegistryError
 from lakecompact.verify.verify import text_kind
 

@@ -20,16 +20,17 @@ from sqlglot.optimizer.qualify import qualify
 from lakecompact import sql
 from lakecompact.errors import LakecompactError
 from lakecompact.identifiers import qualified
-from lakecompact.naming import base_table, events_table, history_table, increments_table
-from lakecompact.schema.model import (
+from lakecompact.lake import row_history
+from lakecompact.lake.model import (
     BASE_EXTRA,
     BASE_PARTITION,
     INCREMENT_PARTITIONS,
     META_COLUMNS,
     TableSchema,
 )
-from lakecompact.semantics import semantics_sql
-from lakecompact.views import DIALECTS, Dialect, row_history
+from lakecompact.lake.semantics import semantics_sql
+from lakecompact.naming import base_table, events_table, history_table, increments_table
+from lakecompact.views import DIALECTS, Dialect
 
 HISTORY_DIALECTS = ("spark", "trino", "athena")
 # sqlglot types MAX_BY's value as nothing; it is the value's type, as MAX's is (Trino's ROW needs field types)

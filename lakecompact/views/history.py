@@ -11,9 +11,10 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from lakecompact.catalog import Catalog
-from lakecompact.compaction.manifest import MARKER_BUCKET, Manifests
 from lakecompact.config import Config
+from lakecompact.lake.catalog import Catalog
+from lakecompact.lake.manifest import Manifests
+from lakecompact.lake.partitions import MARKER_BUCKET
 from lakecompact.report import iso_ms, shown
 
 

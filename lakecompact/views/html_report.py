@@ -23,10 +23,10 @@ from matplotlib import pyplot
 from matplotlib.ticker import MaxNLocator
 from pyspark.sql import SparkSession
 
-from lakecompact.catalog import UNPLACED, Catalog
-from lakecompact.compaction.manifest import Manifests
 from lakecompact.config import Config
 from lakecompact.errors import LakecompactError
+from lakecompact.lake.catalog import UNPLACED, Catalog
+from lakecompact.lake.manifest import Manifests
 from lakecompact.report import say
 from lakecompact.views.history import history
 from lakecompact.views.status import batch_folders, folder_counts, status, table_of

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pyspark.sql import SparkSession, Window
 from pyspark.sql import functions as F
 
-from lakecompact.catalog import UNPLACED, Catalog
 from lakecompact.config import Config
+from lakecompact.lake.catalog import UNPLACED, Catalog
 from lakecompact.report import say
 
 SAMPLE_CHARS = 300  # of a sample's key and payload, in the text output

@@ -10,9 +10,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lakecompact import sql
-from lakecompact.catalog import Catalog
 from lakecompact.config import Config
 from lakecompact.errors import LakecompactError, QueryError
+from lakecompact.lake.catalog import Catalog
 from lakecompact.naming import changes_table
 from lakecompact.report import say
 from lakecompact.views.as_of import as_of_query, moment_of

@@ -12,12 +12,12 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from lakecompact.catalog import UNPLACED, Catalog, published_feed_versions
-from lakecompact.compaction.manifest import Manifests
 from lakecompact.config import Config
-from lakecompact.paths import TablePaths
+from lakecompact.lake.catalog import UNPLACED, Catalog, published_feed_versions
+from lakecompact.lake.manifest import Manifests
+from lakecompact.lake.paths import TablePaths
+from lakecompact.lake.storage import VersionedState, folder_stats
 from lakecompact.report import iso_ms, say, shown
-from lakecompact.storage import VersionedState, folder_stats
 
 
 def status(spark: SparkSession | None, config: Config) -> list[dict[str, Any]]:

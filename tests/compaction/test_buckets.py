@@ -10,7 +10,7 @@ import re
 
 from pyspark.sql import functions as F
 
-from lakecompact.catalog import Catalog
+from lakecompact.lake.catalog import Catalog
 from tests.support.buckets import bucket_locations, files_of, table_dir
 from tests.support.debezium import INT, TEXT, Topic
 

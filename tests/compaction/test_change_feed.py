@@ -107,7 +107,7 @@ def test_net_and_event_feeds(lake, monkeypatch, events_per_file):
 
 def test_a_structured_stream_tails_the_feed(lake, tmp_path):
     """The streaming recipe of docs/change-feed.md: each run picks up the versions committed since the last one, once."""
-    from lakecompact.catalog import Catalog
+    from lakecompact.lake.catalog import Catalog
 
     topic = Topic("pg.public.tail", COLUMNS, ["id"])
     first, second = _history(topic)

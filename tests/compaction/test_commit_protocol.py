@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from lakecompact.catalog import Catalog
 from lakecompact.compaction.commit import TableCommit
 from lakecompact.compaction.compact import VERSION_PROPERTY, Compactor
-from lakecompact.compaction.manifest import Manifests
 from lakecompact.errors import LockHeld, MissingFile, MissingIncrement, RollbackError
-from lakecompact.storage import exclusive_lock
-from lakecompact.views import definition
+from lakecompact.lake import view_definition as definition
+from lakecompact.lake.catalog import Catalog
+from lakecompact.lake.manifest import Manifests
+from lakecompact.lake.storage import exclusive_lock
 from lakecompact.views.history import history
 from lakecompact.views.status import status
 from tests.support.crash import Crash, crash_once

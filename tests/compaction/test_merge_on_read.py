@@ -8,7 +8,7 @@ import pytest
 
 from lakecompact.compaction import compact as compact_module
 from lakecompact.config import TableConfig
-from lakecompact.schema.model import DELTA_BUCKETS_FROM
+from lakecompact.lake.partitions import DELTA_BUCKETS_FROM
 from lakecompact.views.status import status
 from tests.support.buckets import bucket_locations, files_of
 from tests.support.debezium import INT, TEXT, Topic

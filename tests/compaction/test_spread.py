@@ -7,7 +7,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from lakecompact.compaction.spread import bucket_spread, preimage, spark_hash
-from lakecompact.schema.model import DELTA_BUCKETS_FROM
+from lakecompact.lake.partitions import DELTA_BUCKETS_FROM
 
 VALUES = [0, 1, 7, 42, -1, -42, 2**31 - 1, -(2**31), 2**31, 2**32 + 5, 2**63 - 1, -(2**63), 1_000_003]
 

@@ -20,8 +20,8 @@ import avro.schema
 import pytest
 
 from lakecompact import config as config_module
-from lakecompact.catalog import Catalog
 from lakecompact.compaction.compact import compact
+from lakecompact.lake.catalog import Catalog
 from lakecompact.landing.land import land
 from lakecompact.schema.registry import RegistryUnavailable
 from tests.support.databases import database_name

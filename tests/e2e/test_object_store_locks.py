@@ -20,7 +20,7 @@ SCRIPT = """\
 import json, socket, sys, time
 from pyspark.sql import SparkSession
 from lakecompact.errors import LakecompactError, LockHeld
-from lakecompact.storage import Storage, exclusive_lock, lock_holder
+from lakecompact.lake.storage import Storage, exclusive_lock, lock_holder
 
 builder = SparkSession.builder.master("local[1]").appName("object-store-locks")
 for key, value in json.loads(sys.argv[2]).items():

@@ -13,10 +13,10 @@ import base64
 import json
 from typing import Any
 
+from lakecompact.lake.connect import DECIMAL, Field, avro_reader_schema, avro_wire, strip_wire, table_type
+from lakecompact.lake.model import META_COLUMNS, TableSchema
 from lakecompact.landing import avro_values, decode
 from lakecompact.schema import avro
-from lakecompact.schema.connect import DECIMAL, Field, avro_reader_schema, avro_wire, strip_wire, table_type
-from lakecompact.schema.model import META_COLUMNS, TableSchema
 from tests.support import avro as avro_support
 from tests.support.debezium import (
     BIGINT,

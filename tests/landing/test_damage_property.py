@@ -21,7 +21,7 @@ import re
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from lakecompact.catalog import Catalog
+from lakecompact.lake.catalog import Catalog
 from tests.semantics.reference import expected_view
 from tests.support.databases import database_name
 from tests.support.debezium import INT, TEXT, Topic

@@ -8,10 +8,10 @@ import threading
 
 import pytest
 
-from lakecompact.catalog import Catalog
+from lakecompact.lake.catalog import Catalog
+from lakecompact.lake.storage import VersionedState
 from lakecompact.landing import decode, files
 from lakecompact.landing import land as land_module
-from lakecompact.storage import VersionedState
 from tests.support.crash import Crash, crash_once, registering
 from tests.support.debezium import INT, TEXT, Topic
 
@@ -249,7 +249,7 @@ def test_the_database_is_made_while_the_batch_is_read_and_a_failure_there_lands_
 def test_a_second_lander_exits_with_a_clear_message(lake):
     """`requeue` by hand beside a scheduled `land` would plan the same batch number: one lander at a time."""
     from lakecompact.errors import LockHeld
-    from lakecompact.storage import exclusive_lock
+    from lakecompact.lake.storage import exclusive_lock
 
     items, _ = topics()
     lake.write([items.event("c", {"id": 1, "name": "n1"}, 101)])

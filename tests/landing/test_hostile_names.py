@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sqlglot
 
-from lakecompact.catalog import Catalog
+from lakecompact.lake.catalog import Catalog
 from lakecompact.views.dialects import view_sql
 from lakecompact.views.quarantine import quarantine
 from lakecompact.views.read import read_changes

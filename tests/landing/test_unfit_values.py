@@ -12,9 +12,9 @@ import json
 
 import pytest
 
+from lakecompact.lake.connect import avro_wire, row_fields, strip_wire
+from lakecompact.lake.model import TableSchema
 from lakecompact.landing import decode
-from lakecompact.schema.connect import avro_wire, row_fields, strip_wire
-from lakecompact.schema.model import TableSchema
 from lakecompact.views.status import status
 from tests.support.debezium import INT, PLACEHOLDER, VSD, Topic, decimal, decimal_wire, vsd_wire
 from tests.support.lake import quarantined

@@ -7,7 +7,7 @@ in the base but not shown by the view.
 """
 
 
-from lakecompact.catalog import Catalog
+from lakecompact.lake.catalog import Catalog
 from tests.support.debezium import INT, MICRO_TS, TEXT, Topic
 from tests.support.rows import base_reader, picked, row_maker
 

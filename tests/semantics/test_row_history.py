@@ -18,11 +18,12 @@ from datetime import UTC, datetime
 import pytest
 from hypothesis import given
 
-from lakecompact import catalog as catalog_module
-from lakecompact import crashpoints, semantics
+from lakecompact import crashpoints
 from lakecompact.compaction import compact as compact_module
+from lakecompact.lake import catalog as catalog_module
+from lakecompact.lake import semantics
+from lakecompact.lake.model import META_COLUMNS
 from lakecompact.report import iso_ms
-from lakecompact.schema.model import META_COLUMNS
 from lakecompact.views.as_of import as_of_query, moment_of
 from lakecompact.views.history import history as versions
 from lakecompact.views.status import status

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from lakecompact import config as config_module
-from lakecompact.catalog import Catalog
 from lakecompact.compaction.compact import compact, rollback
+from lakecompact.lake.catalog import Catalog
+from lakecompact.lake.partitions import DELTA_BUCKETS_FROM
 from lakecompact.landing.land import land
-from lakecompact.schema.model import DELTA_BUCKETS_FROM
 from tests.support.debezium import write_kcat
 
 META = {"__op", "__source_ts_ms", "__source_ts_us", "__lsn", "__binlog_file", "__binlog_pos", "__binlog_row", "__position",

@@ -3,8 +3,8 @@ lakecompact treats apart (an array, a decimal), and a keyless one of the same fi
 
 from __future__ import annotations
 
-from lakecompact.schema.connect import Field
-from lakecompact.schema.model import TableSchema
+from lakecompact.lake.connect import Field
+from lakecompact.lake.model import TableSchema
 
 SCHEMA = TableSchema(
     "orders",

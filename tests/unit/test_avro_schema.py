@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from lakecompact.errors import SchemaError
+from lakecompact.lake.connect import row_fields, table_type
 from lakecompact.schema.avro import AvroSchemaError, connect_schema, envelope_row_schema, key_fields
-from lakecompact.schema.connect import row_fields, table_type
 from tests.support.avro import avro_type as _avro_type
 from tests.support.paths import DEBEZIUM_EVENTS
 from tests.support.registry_server import read_avsc

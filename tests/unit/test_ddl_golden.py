@@ -34,11 +34,11 @@ from sqlglot import exp
 
 from lakecompact import cli
 from lakecompact import config as config_module
-from lakecompact.catalog import Catalog
 from lakecompact.errors import SchemaError
+from lakecompact.lake.catalog import Catalog
+from lakecompact.lake.model import TableSchema
 from lakecompact.naming import table_for_topic
 from lakecompact.schema.extract import from_avro
-from lakecompact.schema.model import TableSchema
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "avro"
 UPDATE = os.environ.get("LAKECOMPACT_UPDATE_GOLDEN") == "1"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lakecompact.schema.connect import Field
+from lakecompact.lake.connect import Field
+from lakecompact.lake.model import TableSchema
 from lakecompact.schema.evolution import Change, classify, diff, key_changed, widens
-from lakecompact.schema.model import TableSchema
 from tests.support.debezium import BIGINT, DATE, DOUBLE, INT, MICRO_TS, TEXT, ZONED_TS, decimal
 
 FLOAT = {"type": "float"}

@@ -288,7 +288,7 @@ def test_http_hook_unreachable_does_not_raise(tmp_path):
 
 
 class MemoryStore:
-    """The three methods of lakecompact.storage.Storage that hooks use, over a dict."""
+    """The three methods of lakecompact.lake.storage.Storage that hooks use, over a dict."""
 
     def __init__(self, root: str):
         self.root, self.files = root, {}

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from lakecompact import cli
-from lakecompact.catalog import LAKE_FORMAT, Catalog
 from lakecompact.config import from_dict
 from lakecompact.errors import LakeFormatTooNew
-from lakecompact.schema.model import Field, TableSchema
+from lakecompact.lake.catalog import LAKE_FORMAT, Catalog
+from lakecompact.lake.model import Field, TableSchema
 
 SCHEMA = TableSchema("orders", "server.public.orders", (Field("id", {"type": "int32"}),), ("id",))
 

@@ -19,8 +19,8 @@ import subprocess
 import pytest
 
 from lakecompact.errors import ConfigError
+from lakecompact.lake.connect import row_fields
 from lakecompact.schema.avro import envelope_row_schema, key_fields
-from lakecompact.schema.connect import row_fields
 from lakecompact.schema.registry import (
     RegisteredSchema,
     Registry,

@@ -21,9 +21,10 @@ from sqlglot import exp
 from lakecompact import sql
 from lakecompact.compaction.changes import _compares_as_value
 from lakecompact.compaction.spread import bucket_spread
-from lakecompact.schema.model import DELTA_BUCKETS_FROM, META_COLUMNS
-from lakecompact.semantics import semantics_context
-from lakecompact.views.row_history import BEGINS, history_context
+from lakecompact.lake.model import META_COLUMNS
+from lakecompact.lake.partitions import DELTA_BUCKETS_FROM
+from lakecompact.lake.row_history import BEGINS, history_context
+from lakecompact.lake.semantics import semantics_context
 from tests.support.schemas import KEYLESS, SCHEMA
 
 LOCATION = "file:/lake/db/orders/base"

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from lakecompact import config as config_module
+from lakecompact.lake.connect import Field
+from lakecompact.lake.model import TableSchema
 from lakecompact.landing import decode, kafka
-from lakecompact.schema.connect import Field
-from lakecompact.schema.model import TableSchema
 from lakecompact.verify import watch
 from tests.support.debezium import INT, TEXT, Topic, decimal, decimal_wire
 

@@ -18,10 +18,10 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from lakecompact.catalog import Catalog
 from lakecompact.cli import Context, _views
 from lakecompact.errors import LakecompactError
-from lakecompact.schema.model import Field, TableSchema
+from lakecompact.lake.catalog import Catalog
+from lakecompact.lake.model import Field, TableSchema
 from lakecompact.views.dialects import (
     DIALECTS,
     HISTORY_DIALECTS,

@@ -175,7 +175,7 @@ def assert_equal(comparisons: list[Comparison], *, keyed: bool | None = None) ->
 
 def increments_landed_once(spark, config, db: SourceDb, tables: list[Table], messages: list[dict]) -> int:
     """Every non-tombstone Kafka message is in the lake's increments (pending or archived) exactly once."""
-    from lakecompact.catalog import Catalog
+    from lakecompact.lake.catalog import Catalog
 
     catalog = Catalog(spark, config)
     total = 0

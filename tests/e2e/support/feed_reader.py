@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from lakecompact import config as config_module
+from lakecompact.lake.model import CHANGE_PARTITION
 from lakecompact.naming import changes_table
-from lakecompact.schema.model import CHANGE_PARTITION
 from lakecompact.spark import create_session
 
 PAUSE_SECONDS = 1.0  # between polls: leaves the writers the cores they need on a small machine

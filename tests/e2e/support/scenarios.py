@@ -63,8 +63,8 @@ class Scenario:
 
 def landed_positions(spark, config) -> dict[str, int]:
     """The Kafka positions ("topic:partition" -> next offset) the lake's last committed batch recorded."""
-    from lakecompact.catalog import Catalog
-    from lakecompact.storage import VersionedState
+    from lakecompact.lake.catalog import Catalog
+    from lakecompact.lake.storage import VersionedState
 
     catalog = Catalog(spark, config)
     _, state = VersionedState(catalog.storage, f"{catalog.root}/_state/land").latest()
@@ -301,7 +301,7 @@ def crash_landing_mid_batch(spark, config) -> dict:
 def crash_after_commit(spark, config) -> dict:
     """`land` dies after its state file is written, before it removes the intent (the next run must see that the
     intent's batch was committed, and not land it again)."""
-    from lakecompact.storage import Storage
+    from lakecompact.lake.storage import Storage
 
     with pytest.MonkeyPatch.context() as patch:
         crashed = crash_once(patch, Storage, "delete", lambda self, path: path.endswith("land-intent.json"))

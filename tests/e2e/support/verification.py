@@ -142,7 +142,7 @@ def remove_latest_batch(spark, config, table: str) -> set[tuple[str, str, tuple[
     view shows differently after it, as verify names it (kind, key, columns)."""
     from pyspark.sql import functions as F
 
-    from lakecompact.catalog import Catalog
+    from lakecompact.lake.catalog import Catalog
     from lakecompact.naming import increments_table
 
     catalog = Catalog(spark, config)

@@ -7,21 +7,21 @@ from typing import TYPE_CHECKING, Protocol
 
 from lakecompact import sql
 from lakecompact.identifiers import qualified
+from lakecompact.lake import row_history
+from lakecompact.lake.model import TableSchema
+from lakecompact.lake.semantics import semantics_context
 from lakecompact.naming import base_table, increments_table
-from lakecompact.schema.model import TableSchema
-from lakecompact.semantics import semantics_context
-from lakecompact.views import row_history
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from lakecompact.config import Config
-    from lakecompact.paths import TablePaths
-    from lakecompact.storage import LocalFiles, Storage
+    from lakecompact.lake.paths import TablePaths
+    from lakecompact.lake.storage import LocalFiles, Storage
 
 
 class Catalog(Protocol):
-    """What making a view needs of `lakecompact.catalog.Catalog`, which makes the views: named here so that the
+    """What making a view needs of `lakecompact.lake.catalog.Catalog`, which makes the views: named here so that the
     views do not import the catalog back."""
 
     database: str

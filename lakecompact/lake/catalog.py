@@ -9,13 +9,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pyspark.sql import DataFrame, SparkSession
 
 from lakecompact import sql
-from lakecompact.compaction.manifest import Manifests
 from lakecompact.config import Config
 from lakecompact.errors import LakecompactError, LakeFormatTooNew, UnknownTable
 from lakecompact.identifiers import column_list, qualified
-from lakecompact.naming import base_table, changes_table, events_table, increments_table
-from lakecompact.paths import DatabasePaths, TablePaths
-from lakecompact.schema.model import (
+from lakecompact.lake import view_definition
+from lakecompact.lake.manifest import Manifests
+from lakecompact.lake.model import (
     BASE_EXTRA,
     BASE_PARTITION,
     CHANGE_PARTITION,
@@ -24,9 +23,10 @@ from lakecompact.schema.model import (
     TableSchema,
     change_columns,
 )
+from lakecompact.lake.paths import DatabasePaths, TablePaths
+from lakecompact.lake.storage import LocalFiles, Storage, VersionedState
+from lakecompact.naming import base_table, changes_table, events_table, increments_table
 from lakecompact.spark import jvm_class
-from lakecompact.storage import LocalFiles, Storage, VersionedState
-from lakecompact.views import definition as view_definition
 
 # table properties of `<t>_base`
 VERSION_PROPERTY = "lakecompact.base_version"  # the base version the metastore points at

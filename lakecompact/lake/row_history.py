@@ -6,9 +6,9 @@ from __future__ import annotations
 from lakecompact import sql
 from lakecompact.errors import ConfigError
 from lakecompact.identifiers import qualified
+from lakecompact.lake.model import BASE_EXTRA, META_COLUMNS, TableSchema
+from lakecompact.lake.semantics import columns_context
 from lakecompact.naming import events_table, history_table, increments_table
-from lakecompact.schema.model import BASE_EXTRA, META_COLUMNS, TableSchema
-from lakecompact.semantics import columns_context
 
 QUERY = "history_rows.sql.j2"
 EVENTS_PARTITION = ("__part", "INT")  # the version whose compaction wrote the partition's events

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from enum import Enum
 
-from lakecompact.compaction.manifest import MARKER_BUCKET
-from lakecompact.schema.model import DELTA_BUCKETS_FROM
+from lakecompact.config import MAX_BUCKETS
 
-__all__ = [
-    "DELTA_BUCKETS_FROM", "MARKER_BUCKET", "PartitionKind", "data_bucket_of", "delta_of", "is_data", "is_delta",
-    "is_marker", "kind_of",
-]
+# merge-on-read: the delta of bucket b (its keys' newer rows, which shadow the bucket's own) is partition
+# DELTA_BUCKETS_FROM + b of the same table, so that one swap moves buckets and deltas together
+DELTA_BUCKETS_FROM = MAX_BUCKETS + 1
+MARKER_BUCKET = -1  # the truncate marker's bucket: read by every compaction and by the view
 
 
 class PartitionKind(Enum):

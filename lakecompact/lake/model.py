@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakecompact.identifiers import struct_type
-from lakecompact.schema.connect import Field, schema_hash
+from lakecompact.lake.connect import Field, schema_hash
 
 # Meta columns of every landed event (docs/design.md "Columns"); `__position` is the one comparable source
 # position (LSN, or binlog file number / pos / row packed into 38 digits, or the finest timestamp).
@@ -33,9 +33,6 @@ ORDER_TYPE = "STRUCT<position DECIMAL(38,0), op_rank INT, batch BIGINT, partitio
 ORIGINS_TYPE = f"MAP<STRING, {ORDER_TYPE}>"
 BASE_EXTRA: tuple[tuple[str, str], ...] = (("__batch", "BIGINT"), ("__origins", ORIGINS_TYPE))
 BASE_PARTITION: tuple[str, str] = ("__bucket", "INT")
-# merge-on-read: the delta of bucket b (its keys' newer rows, which shadow the bucket's own) is partition
-# DELTA_BUCKETS_FROM + b of the same table, so that one swap moves buckets and deltas together
-DELTA_BUCKETS_FROM = 1_000_000
 # meta columns a reader of the view sees; __toast is always empty after resolution
 VISIBLE_META: list[str] = [name for name, _ in META_COLUMNS if name != "__toast"]
 # The change feed (`<t>_changes`): op, before/after images as in Debezium's envelope, the key, and where

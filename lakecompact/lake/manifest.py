@@ -10,10 +10,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from lakecompact.storage import Storage, VersionedState
+from lakecompact.lake.storage import Storage, VersionedState
 
 EXPIRED, ROLLED_BACK = "expired", "rolled-back"  # folders beside the manifests, for `history`
-MARKER_BUCKET = -1  # the truncate marker's bucket: read by every compaction and by the view
 _RETIRED_STAMP = "%Y%m%dT%H%M%S%f"  # a rolled-back manifest's name: <version>-<when, UTC>.json
 
 

@@ -4,15 +4,15 @@ and compaction, so that both compute the same latest state per key."""
 from __future__ import annotations
 
 from lakecompact import sql
-from lakecompact.schema.model import (
+from lakecompact.lake.model import (
     BASE_EXTRA,
-    DELTA_BUCKETS_FROM,
     META_COLUMNS,
     ORDER_TYPE,
     ORIGINS_TYPE,
     VISIBLE_META,
     TableSchema,
 )
+from lakecompact.lake.partitions import DELTA_BUCKETS_FROM
 
 
 def columns_context(schema: TableSchema) -> dict:
