@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from lakecompact.lake.catalog import Catalog
+from lakecompact.landing.land import QUARANTINE_SCHEMA
 from tests.semantics.reference import expected_view
 from tests.support.databases import database_name
 from tests.support.debezium import INT, TEXT, Topic
@@ -125,7 +126,8 @@ def test_valid_events_land_exactly_and_every_damaged_line_is_quarantined(spark, 
 
     catalog = Catalog(spark, lake.config)
     quarantined = [row.asDict() for root in (catalog.paths(TABLE).quarantine, catalog.unplaced_quarantine)
-                   if catalog.storage.exists(root) for row in spark.read.parquet(root).collect()]
+                   if catalog.storage.exists(root)  # a root whose only batch went empty is left empty: read with the schema
+                   for row in spark.read.schema(QUARANTINE_SCHEMA).parquet(root).collect()]
     origins = sorted((int(path.rsplit("part-", 1)[1][0]), int(line))
                      for path, line in (row["__origin"].rsplit(":", 1) for row in quarantined))
     assert origins == sorted(damaged), "every damaged line quarantined, once, and nothing else"
