@@ -37,47 +37,48 @@ def _config(glob: str, out: Path, logs: Path, driver_memory: str, buckets: int):
 
 def run(glob: str, out: Path, driver_memory: str, buckets: int) -> None:
     from lakecompact.landing.land import land
-    from lakecompact.spark import create_session
 
     if out.exists():
         shutil.rmtree(out)
     (out / "events").mkdir(parents=True)
     (out / "glob").write_text(glob)
     config = _config(glob, out, out, driver_memory, buckets)
-    started = time.monotonic()
-    spark = create_session(config)
-    session = time.monotonic() - started
-    started = time.monotonic()
-    report = land(spark, config)
-    seconds = time.monotonic() - started
-    spark.stop()
-    summary = {"session_start_s": round(session, 2), "land_s": round(seconds, 2), "events_in": report.events_in,
-               "rows_out": report.rows_out, "quarantined": report.quarantined, "skipped": report.skipped}
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    print(json.dumps(summary))
+    report, timing = _timed(config, land)
+    _summarise(out, {**timing, "events_in": report.events_in, "rows_out": report.rows_out,
+                     "quarantined": report.quarantined, "skipped": report.skipped})
 
 
 def compact(out: Path, driver_memory: str, buckets: int) -> None:
     """Every table of OUT_DIR's lake compacted, in a fresh process; the log and summary in OUT_DIR/compact."""
     from lakecompact.compaction.compact import compact as compact_tables
-    from lakecompact.spark import create_session
 
     logs = out / "compact"
     if logs.exists():
         shutil.rmtree(logs)
     (logs / "events").mkdir(parents=True)
     config = _config((out / "glob").read_text(), out, logs, driver_memory, buckets)
+    reports, timing = _timed(config, compact_tables)
+    _summarise(logs, {**timing, "events_in": sum(r.events_in for r in reports), "step": "compact",
+                      "rows_out": {r.table: r.rows_out for r in reports}, "quarantined": {}, "skipped": 0})
+
+
+def _timed(config, step):
+    """`step(spark, config)` in a new session: its result, and the seconds of the session's start and of the step
+    (`land_s`, whichever the step)."""
+    from lakecompact.spark import create_session
+
     started = time.monotonic()
     spark = create_session(config)
     session = time.monotonic() - started
     started = time.monotonic()
-    reports = compact_tables(spark, config)
+    result = step(spark, config)
     seconds = time.monotonic() - started
     spark.stop()
-    summary = {"session_start_s": round(session, 2), "land_s": round(seconds, 2),
-               "events_in": sum(r.events_in for r in reports), "step": "compact",
-               "rows_out": {r.table: r.rows_out for r in reports}, "quarantined": {}, "skipped": 0}
-    (logs / "summary.json").write_text(json.dumps(summary, indent=1))
+    return result, {"session_start_s": round(session, 2), "land_s": round(seconds, 2)}
+
+
+def _summarise(folder: Path, summary: dict) -> None:
+    (folder / "summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary))
 
 

@@ -82,7 +82,7 @@ LAYERS = ("the base", "the lake's state", "a stage", "an entry point")  # docs/d
 def _layer(module: str) -> int:
     if module in ENTRY_POINTS:
         return 3
-    package = module.split(".")[1] if module.count(".") > 1 else None
+    package = module.split(".")[1] if "." in module else None  # a package's own __init__ is in its layer too
     return 2 if package in STAGES else 1 if package == "lake" else 0
 
 
