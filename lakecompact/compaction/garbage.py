@@ -47,16 +47,20 @@ def collect_events(storage, paths: TablePaths, manifests: Manifests, current: Ma
 
 
 def collect_changes(catalog: Catalog, paths: TablePaths, changes_table: str, kept: set[int]) -> None:
-    """The feed keeps the versions the base keeps (docs/change-feed.md "How long versions stay")."""
+    """The feed keeps the versions the base keeps (docs/change-feed.md "How long versions stay"); an expired
+    version's folder goes one compaction after its partition."""
     storage = catalog.storage
     for name in storage.list_names(paths.changes_staging_root):
         if name.startswith("v=") and int(name[2:]) not in kept:
             storage.delete(paths.changes_staging(int(name[2:])))
+    registered = {int(p[CHANGE_PARTITION[0]]) for p in catalog.partitions(changes_table)}
     for name in storage.list_names(paths.changes_root):
-        # above the current version: a crashed compaction's feed, written in place before its manifest
-        if name.startswith("v=") and int(name[2:]) not in kept:
+        # a version still registered keeps its folder until the next compaction: a reader that listed the
+        # partition just before it is dropped below can still read its files. Not registered: dropped by an earlier
+        # compaction, or above the current version (a crashed compaction's feed, written in place before its
+        # manifest)
+        if name.startswith("v=") and int(name[2:]) not in kept | registered:
             storage.delete(paths.changes(int(name[2:])))
     # every partition of a version not kept, also one whose folder is gone (a rollback killed in between): its
     # number is never used again, so no compaction would replace it
-    registered = {int(p[CHANGE_PARTITION[0]]) for p in catalog.partitions(changes_table)}
     catalog.drop_partitions(changes_table, [[(CHANGE_PARTITION[0], v)] for v in sorted(registered - kept)])

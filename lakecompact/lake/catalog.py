@@ -45,11 +45,12 @@ LAKE_FORMAT = 1
 META_REVISION = 2
 
 
-def published_feed_versions(names: list[str], base_version: int) -> list[int]:
-    """The change feed's versions among the names in its folder: a version's feed is written before its manifest,
-    so a folder above the current base version is a compaction's that has not committed (or was rolled back)."""
-    versions = (int(name[len("v="):]) for name in names if name.startswith("v="))
-    return sorted(v for v in versions if v <= base_version)
+def published_feed_versions(names: list[str], kept_versions: list[int]) -> list[int]:
+    """The change feed's versions among the names in its folder: those of kept versions. A version's feed is
+    written before its manifest, so a folder above the current version is a compaction's that has not committed (or
+    was rolled back); an expired version's folder stays until the compaction after it expired."""
+    kept = set(kept_versions)
+    return sorted(v for v in (int(name[len("v="):]) for name in names if name.startswith("v=")) if v in kept)
 
 
 class Catalog:
@@ -253,8 +254,8 @@ class Catalog:
         # compaction published meanwhile (it holds the table's lock, not the land's) is either among them or added
         # by that compaction
         paths = self.paths(schema.table)
-        committed = Manifests(self.storage, paths.manifests).versions()
-        published = published_feed_versions(self.storage.list_names(paths.changes_root), max(committed, default=0))
+        kept = Manifests(self.storage, paths.manifests).versions()
+        published = published_feed_versions(self.storage.list_names(paths.changes_root), kept)
         self.add_partitions(table, [([(CHANGE_PARTITION[0], v)], paths.changes(v)) for v in published])
 
     def _row_tables(self, table: str) -> list[str]:

@@ -15,7 +15,6 @@ from pyspark.sql import SparkSession
 from lakecompact.config import Config
 from lakecompact.lake.catalog import UNPLACED, Catalog, published_feed_versions
 from lakecompact.lake.manifest import Manifests
-from lakecompact.lake.paths import TablePaths
 from lakecompact.lake.storage import VersionedState, folder_stats
 from lakecompact.report import iso_ms, say, shown
 
@@ -51,7 +50,8 @@ def status(spark: SparkSession | None, config: Config) -> list[dict[str, Any]]:
             "pending_batches": len(pending),
             "pending_events": _total(pending_stats),
             "quarantined": _quarantined(catalog, paths.quarantine),
-            "change_feed_versions": _feed_versions(catalog, paths, current.version if current else 0),
+            "change_feed_versions": published_feed_versions(catalog.storage.list_names(paths.changes_root),
+                                                            manifests.versions()),
             "last_compaction": stats.get("created_at"),
             "last_compaction_seconds": stats.get("seconds"),
             "last_compaction_rows_written": stats.get("rows_written"),
@@ -139,7 +139,3 @@ def _total(counts: list[dict[str, Any] | None]) -> int | None:
 def _quarantined(catalog: Catalog, root: str) -> int | None:
     batches = [f"{root}/{name}" for name in catalog.storage.list_names(root) if name.startswith("batch=")]
     return _total([folder_counts(catalog, folder) for folder in batches])
-
-
-def _feed_versions(catalog: Catalog, paths: TablePaths, base_version: int) -> list[int]:
-    return published_feed_versions(catalog.storage.list_names(paths.changes_root), base_version)
