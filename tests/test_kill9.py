@@ -23,8 +23,7 @@ pytestmark = pytest.mark.spark
 
 
 def test_every_step_has_a_kill_point():
-    source = (ROOT / "lakecompact" / "landing" / "land.py").read_text() + (
-        ROOT / "lakecompact" / "compaction" / "compact.py").read_text()
+    source = "".join(p.read_text() for stage in ("landing", "compaction") for p in (ROOT / "lakecompact" / stage).glob("*.py"))
     assert all(f'crashpoints.reached("{step}")' in source for step in STEPS)
 
 

@@ -4,58 +4,45 @@ Protocol (docs/design.md "Landing protocol"): the batch's input is fixed first i
 increment is written to its final folder (overwritten on a rerun) and registered in the metastore;
 then the source positions are recorded in a new state file. A crash anywhere before that last write
 reruns the same batch from the same intent, which rewrites the same folders: nothing lost, nothing doubled.
+This file is the batch: its input, the one-pass scans and the careful way, the commit order. What each topic's
+events become is `topic_schemas.py`; the writes of increments and quarantine are `increments.py`.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import time
-import typing
 from collections.abc import Callable
 from concurrent import futures
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Literal
 
 from pyspark.sql import DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 
 from lakecompact import crashpoints
 from lakecompact.config import Config
-from lakecompact.errors import LakecompactError, SchemaError
-from lakecompact.lake.catalog import DELETE_FORM_PROPERTY, UNPLACED, Catalog
-from lakecompact.lake.connect import Field, avro_reader_schema, avro_wire, strip_wire
-from lakecompact.lake.model import META_COLUMNS, TableSchema
+from lakecompact.errors import LakecompactError
+from lakecompact.lake.catalog import UNPLACED, Catalog
+from lakecompact.lake.model import TableSchema
 from lakecompact.lake.storage import VersionedState, exclusive_lock, folder_stats
 from lakecompact.lake.view_definition import refresh_view
-from lakecompact.landing import avro_values, decode, files
-from lakecompact.landing.decode import MessageShape
+from lakecompact.landing import decode, files
+from lakecompact.landing.increments import (
+    QUARANTINE_SCHEMA,
+    IncrementWriter,
+    decode_rejects,
+    line_quarantine,
+    union_all,
+    with_reason,
+)
 from lakecompact.landing.intent import LandIntent, Requeue
-from lakecompact.naming import base_table, increments_table, table_for_topic
+from lakecompact.landing.topic_schemas import NOT_A_ROW_EVENT, GroupShape, TopicSchemas
+from lakecompact.naming import table_for_topic
 from lakecompact.report import say, seconds_since, warn
 from lakecompact.schema import apply
-from lakecompact.schema.registry import RegistryError
-from lakecompact.spark import write_counted
 
-# the message as it came (Avro values as bytes), so that `requeue` can land it again once the cause is fixed
-QUARANTINE_COLUMNS = (
-    "__reason", "__kafka_topic", "__kafka_partition", "__kafka_offset", "key", "payload", "__origin", "__value_bytes"
-)
-DeleteForm = Literal["rows", "tombstones"]  # how a table's topic carries deletes (a table property)
-DELETE_FORMS: tuple[str, ...] = typing.get_args(DeleteForm)
-NOT_A_ROW_EVENT = "not a row event of a table"
 NO_SCHEMA = "no schema known for this topic: its events carry none, and no earlier event or registry gave one"
-UNPLACED_DELETE = (
-    "a Kafka tombstone of a flattened topic whose rows carry no delete marker: ExtractNewRecordState sent this "
-    "delete as the tombstone alone, which has no source position to order it by; configure the SMT with "
-    "delete.tombstone.handling.mode=rewrite (or rewrite-with-tombstone) and add.fields=op,source.lsn "
-    "(MySQL: op,source.file,source.pos,source.row) so that deletes land"
-)
-QUARANTINE_SCHEMA = (
-    "__reason STRING, __kafka_topic STRING, __kafka_partition INT, __kafka_offset BIGINT, key STRING, "
-    "payload STRING, __origin STRING, __value_bytes BINARY"
-)
 
 
 @dataclass
@@ -65,15 +52,6 @@ class LandReport:
     rows_out: dict[str, int] = field(default_factory=dict)
     quarantined: dict[str, int] = field(default_factory=dict)
     skipped: int = 0
-
-
-@dataclass(frozen=True)
-class GroupShape:
-    """One (topic, value schema) group of a batch, and how its values are laid out (or why that is unknown)."""
-
-    group: Row  # topic, value_schema_hash, value_schema, key_schema, key_sample, value_sample, events, values
-    shape: MessageShape | None
-    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -142,7 +120,8 @@ class Landing:
         self.storage = self.catalog.storage
         self.state = VersionedState(self.storage, self.catalog.database_paths.land_state)
         self.intent_path = self.catalog.database_paths.land_intent
-        self._delete_forms: dict[str, str | None] = {}  # table -> DELETE_FORM_PROPERTY as stored, read once a run
+        self.schemas = TopicSchemas(self.catalog, config)
+        self.writer = IncrementWriter(spark, self.catalog)
         self._database: Future[None] | None = None  # ensure_database, while a run plans and reads its batch
         self._prepared = False  # _prepare done
 
@@ -336,7 +315,7 @@ class Landing:
                  for topic in sorted(named)]
         if unnamed or not heads:
             heads.append(decode.head(self._read(intent, unnumbered)))
-        return _union(heads)
+        return union_all(heads)
 
     def _land_read(self, intent: LandIntent, unnumbered: list[files.FileRange],
                    split: Callable[[DataFrame], DataFrame], samples: decode.Samples) -> LandReport:
@@ -357,7 +336,7 @@ class Landing:
                 f"the careful way")
             report, quarantine = LandReport(batch=intent.batch), []
             self._land_rest(intent, unnumbered, split, known, report, quarantine, {}, None)
-        report.quarantined = self._write_quarantine(quarantine, intent.batch)
+        report.quarantined = self.writer.write_quarantine(quarantine, intent.batch)
         for table, count in sorted(report.rows_out.items()):
             say(f"  {self.config.database}.{table}: {count} rows landed in batch {intent.batch} (hour {intent.hour})")
         for table, count in sorted(report.quarantined.items()):
@@ -442,7 +421,7 @@ class Landing:
                       F.count(F.when(~of_some, 1)).alias("others")]
             own = intent.of_topics({plan.written.topic})
             flagged = plan.flagged(self._read(own, unnumbered)).observe(lines, *counts)
-            written = self._write_rows(plan.table, plan.decoded(flagged.where("__fits")), plan.location)
+            written = self.writer.write_rows(plan.table, plan.decoded(flagged.where("__fits")), plan.location)
             scans.append((plan, own, written, lines.get))
         files.require_still_planned(self.storage, unnumbered)
         commits: dict[str, PendingIncrement] = {}
@@ -455,14 +434,14 @@ class Landing:
                 continue
             rejected = written.pop("rejected")
             commits[plan.written.topic] = PendingIncrement(
-                plan.table, plan.location, functools.partial(self._commit_increment, plan.table, intent,
+                plan.table, plan.location, functools.partial(self.writer.commit, plan.table, intent,
                                                              plan.location, written))
             report.events_in += counts["events"]
             report.skipped += counts["tombstones"]  # of a topic whose deletes come as rows
             report.rows_out[plan.table] = report.rows_out.get(plan.table, 0) + written["rows"]
             if rejected:  # decoded again from the source as it came, texts and origins
                 came = plan.decoded(plan.flagged(self._read(own)).where("__fits"))
-                quarantine.append((plan.table, _decode_rejects(came)))
+                quarantine.append((plan.table, decode_rejects(came)))
         return commits, rest
 
     def _one_pass_plan(self, topic: str, samples: decode.Samples, intent: LandIntent) -> OnePass | None:
@@ -475,7 +454,7 @@ class Landing:
         if self.storage.exists(folder_stats(location)):
             return None
         if topic in samples.values:
-            written = self._written_with_schema(topic, samples)
+            written = self.schemas.written_with_schema(topic, samples)
         else:
             written = decode.Written(topic, None, None, decode.MessageShape("envelope"), plain=True)
         if written is None:
@@ -489,28 +468,14 @@ class Landing:
         if schema is None:
             if written.key_schema is None and self.config.table(table).key is None:
                 return None  # a new table's key comes from the key schema
-            schema = self._create_table(table, topic, [shaped])
-        outcome = self._decoder(schema, shaped, intent.landed_at)
+            schema = self.schemas.create_table(table, topic, [shaped])
+        outcome = self.schemas.decoder(schema, shaped, intent.landed_at)
         if isinstance(outcome, str):
             return None
         schema, _ = outcome
-        self._unplaced_deletes(topic, table, [shaped], lambda: None)  # records that its deletes come as rows
+        self.schemas.unplaced_deletes(topic, table, [shaped], lambda: None)  # records that its deletes come as rows
         return OnePass(written, table, location, schema, self.config.table(table).toast_placeholder,
                        intent.landed_at)
-
-    @staticmethod
-    def _written_with_schema(topic: str, samples: decode.Samples) -> decode.Written | None:
-        """The form of a topic whose values embed their schema, when its key form is known and its values are
-        rows whose deletes come as rows."""
-        if topic not in samples.keys:
-            return None
-        try:
-            shape = decode.shape_of(json.loads(samples.values[topic]), [], topic)
-        except SchemaError:
-            return None
-        if not shape.fields or not (shape.kind == "envelope" or (shape.kind == "flat" and shape.delete_marker)):
-            return None
-        return decode.Written(topic, samples.values[topic], samples.keys[topic], shape)
 
     def _land_careful(self, intent: LandIntent, read: DataFrame, unnumbered: list[files.FileRange],
                       came: Callable[[], DataFrame], known: dict[str, str], report: LandReport,
@@ -538,7 +503,7 @@ class Landing:
                 landed = self._land_topic(topic, topic_groups, batch_messages, intent)
                 tombstones = sum(g.events - g.values for g in topic_groups)  # Kafka tombstones
                 if landed is None and intent.requeue is not None:  # what is not landed stays in quarantine
-                    kept = _with_reason(batch_messages.as_came().where(F.col("__kafka_topic") == topic),
+                    kept = with_reason(batch_messages.as_came().where(F.col("__kafka_topic") == topic),
                                         NOT_A_ROW_EVENT)
                     quarantine.append((intent.requeue.table, kept))
                 elif landed is None:
@@ -550,15 +515,15 @@ class Landing:
             if not landed_topics:
                 continue
             decoded = [landed for landed in landed_topics if landed.rows is not None]
-            count, rejected = self._write_increment(table, _union([t.rows for t in decoded]) if decoded else None,
+            count, rejected = self.writer.write_increment(table, union_all([t.rows for t in decoded]) if decoded else None,
                                                     intent)
             report.rows_out[table] = report.rows_out.get(table, 0) + count
             if rejected:
-                quarantine += [(table, _decode_rejects(landed.rows_as_came())) for landed in decoded]
+                quarantine += [(table, decode_rejects(landed.rows_as_came())) for landed in decoded]
         if not_events:
             # lines that are no event; one whose topic could be read (its bytes not UTF-8) is filed under its topic's
             # table when that table is known (created by this batch too), the others as of no table
-            lines = self._line_quarantine(as_came())
+            lines = line_quarantine(as_came())
             tables = set(self.catalog.tables())
             placed = {topic: table for topic in sorted(not_event_topics)
                       if (table := table_for_topic(topic, self.config)) in tables}
@@ -602,273 +567,32 @@ class Landing:
         def events_as_came() -> DataFrame:
             return messages.as_came().where(values)
 
-        shapes = self._shapes(topic, groups)
+        shapes = self.schemas.shapes(topic, groups)
         if shapes and all(s.shape is not None and s.shape.kind == "skip" for s in shapes):
             return None
-        schema = self.catalog.schema(table) or self._create_table(table, topic, shapes)
+        schema = self.catalog.schema(table) or self.schemas.create_table(table, topic, shapes)
         if schema is None:  # each group's events with why its schema could not be had
-            rejected = [_with_reason(events_as_came().where(_same_schema(s.group)), s.error or NO_SCHEMA) for s in shapes]
-            return TopicRows(table, None, None, rejected or [_with_reason(events_as_came(), NO_SCHEMA)], False)
+            rejected = [with_reason(events_as_came().where(_same_schema(s.group)), s.error or NO_SCHEMA) for s in shapes]
+            return TopicRows(table, None, None, rejected or [with_reason(events_as_came(), NO_SCHEMA)], False)
         decoded, decoders, rejected = [], [], []
         for shaped in shapes:
-            outcome = self._decoder(schema, shaped, intent.landed_at)
+            outcome = self.schemas.decoder(schema, shaped, intent.landed_at)
             if isinstance(outcome, str):
-                rejected.append(_with_reason(events_as_came().where(_same_schema(shaped.group)), outcome))
+                rejected.append(with_reason(events_as_came().where(_same_schema(shaped.group)), outcome))
                 continue
             schema, decoder = outcome
             decoded.append(decoder(events.where(_same_schema(shaped.group))))
             decoders.append((decoder, _same_schema(shaped.group)))
-        unplaced = self._unplaced_deletes(topic, table, shapes, messages.as_came)
+        unplaced = self.schemas.unplaced_deletes(topic, table, shapes, messages.as_came)
         if unplaced is not None:
             rejected.append(unplaced)
         if not decoded:
             return TopicRows(table, None, None, rejected, unplaced is not None)
 
         def decoded_as_came() -> DataFrame:
-            return _union([decoder(events_as_came().where(group)) for decoder, group in decoders])
+            return union_all([decoder(events_as_came().where(group)) for decoder, group in decoders])
 
-        return TopicRows(table, _union(decoded), decoded_as_came, rejected, unplaced is not None)
-
-    def _shapes(self, topic: str, groups: list[Row]) -> list[GroupShape]:
-        """How each group's values are laid out; a group whose schema cannot be had carries the reason."""
-        shapes = []
-        for group in groups:
-            if group.values == 0:
-                continue
-            try:
-                shape = decode.shape_of(self._value_schema(group), list(group.value_sample or []), topic)
-            except (SchemaError, RegistryError) as exc:
-                shapes.append(GroupShape(group, None, str(exc)))
-                continue
-            shapes.append(GroupShape(group, shape))
-        return shapes
-
-    def _create_table(self, table: str, topic: str, shapes: list[GroupShape]) -> TableSchema | None:
-        """A new table from the first group that shows its fields; None when no group does."""
-        first = next((s for s in shapes if s.shape is not None and s.shape.fields), None)
-        if first is None:
-            return None
-        key = self.config.table(table).key
-        if key is None:
-            key = self._key_columns(topic, first.group)
-        fields = tuple(Field(f.name, strip_wire(f.schema)) for f in first.shape.fields)
-        schema = TableSchema(table, topic, fields, tuple(key))
-        self.catalog.create(schema)
-        say(f"  created {self.config.database}.{table} (key {list(schema.key) or 'none: append-only'}, "
-            f"{len(schema.fields)} columns) from topic {topic}")
-        return schema
-
-    def _decoder(
-        self, schema: TableSchema, shaped: GroupShape, landed_at: str
-    ) -> tuple[TableSchema, Callable[[DataFrame], DataFrame]] | str:
-        """How the group's events decode into rows (the table's schema evolved to take them), or why none of
-        them can land."""
-        group, shape = shaped.group, shaped.shape
-        if shape is None:
-            return shaped.error or "unknown schema"
-        if shape.kind == "skip":
-            return NOT_A_ROW_EVENT
-        avro = group.value_schema_hash and group.value_schema_hash.startswith(decode.AVRO_PREFIX)
-        writer_schema = json.dumps(avro_reader_schema(self._writer_schema(group))) if avro else None
-        key_schema = json.loads(group.key_schema) if group.key_schema else None
-        key = decode.key_columns(key_schema, []) if key_schema else None
-        try:
-            schema = self._evolve(schema, list(shape.fields), key)
-        except SchemaError as exc:
-            return str(exc)
-        placeholder = self.config.table(schema.table).toast_placeholder
-
-        def decoded(events: DataFrame) -> DataFrame:
-            if writer_schema is not None:
-                return avro_values.decode_events(events, writer_schema, shape, schema, placeholder, landed_at)
-            return decode.decode_events(events, shape, schema, placeholder, landed_at)
-
-        return schema, decoded
-
-    def _unplaced_deletes(
-        self, topic: str, table: str, shapes: list[GroupShape], messages: Callable[[], DataFrame]
-    ) -> DataFrame | None:
-        """The Kafka tombstones of a flattened topic whose rows carry no delete marker, or None.
-
-        ExtractNewRecordState's default sends a delete as the tombstone alone: skipping it (docs/design.md "Kafka tombstones") would lose the
-        delete, and it has no source position to be ordered by. So it is kept in quarantine, with what to configure.
-        How a table's deletes come is kept for batches that hold only tombstones, in the table's state, which only
-        the lander writes (under its lock): not as a table property, which a compactor's swap writes back as it read
-        them (the metastore replaces a table's properties whole), dropping one set after that read.
-        """
-        seen = self._delete_form(shapes)  # a value that is no JSON object shows no fields, and proves nothing
-        recorded = self.catalog.paths(table).delete_form
-        if table not in self._delete_forms:
-            self._delete_forms[table] = self._recorded_delete_form(table, recorded)
-        if seen is not None and seen != self._delete_forms[table]:
-            self.storage.write_json(recorded, {"deletes": seen}, overwrite=True)
-            self._delete_forms[table] = seen
-        if self._delete_forms[table] != "tombstones":
-            return None
-        tombstones = messages().where((F.col("__kafka_topic") == topic) & ~F.col("__has_value"))
-        return _with_reason(tombstones, UNPLACED_DELETE)
-
-    def _recorded_delete_form(self, table: str, recorded: str) -> DeleteForm | None:
-        """How the table's deletes come, as recorded; a lake landed into before the record holds it as a table
-        property, which is recorded the new way once read."""
-        if self.storage.exists(recorded):
-            return self.storage.read_json(recorded)["deletes"]
-        form = self.catalog.properties(base_table(table)).get(DELETE_FORM_PROPERTY)
-        if form is not None:
-            self.storage.write_json(recorded, {"deletes": form}, overwrite=True)
-        return form
-
-    @staticmethod
-    def _delete_form(shapes: list[GroupShape]) -> DeleteForm | None:
-        """"rows" (envelopes, or flattened rows with `__deleted` / `__op`), "tombstones", or None: not shown here."""
-        kinds = [(s.shape.kind, s.shape.delete_marker) for s in shapes if s.shape is not None]
-        if ("envelope", None) in kinds or ("flat", True) in kinds:
-            return "rows"
-        return "tombstones" if ("flat", False) in kinds else None
-
-    def _registry(self):
-        from lakecompact.schema.registry import Registry
-
-        if self.config.registry is None:
-            raise SchemaError("Avro event (Confluent wire format) but no [registry] is configured to resolve its schema id")
-        if not hasattr(self, "_registry_client"):
-            self._registry_client = Registry(self.config.registry)
-        return self._registry_client
-
-    def _key_columns(self, topic: str, group) -> tuple[str, ...]:
-        if group.value_schema_hash and group.value_schema_hash.startswith(decode.AVRO_PREFIX):
-            from lakecompact.schema import avro
-            from lakecompact.schema.registry import SchemaNotFound
-
-            registry = self._registry()
-            try:
-                return tuple(avro.key_fields(registry.schema(registry.subject(topic, "key")).schema))
-            except SchemaNotFound:
-                return ()
-        key_schema = json.loads(group.key_schema) if group.key_schema else None
-        return decode.key_columns(key_schema, list(group.key_sample or []))
-
-    def _writer_schema(self, group) -> dict:
-        return self._registry().schema_by_id(int(group.value_schema_hash[len(decode.AVRO_PREFIX):]))
-
-    def _value_schema(self, group) -> dict | None:
-        """The group's Connect schema: embedded in JSON events, or the Avro writer schema from the registry."""
-        if group.value_schema_hash and group.value_schema_hash.startswith(decode.AVRO_PREFIX):
-            from lakecompact.schema import avro
-
-            return avro_wire(avro.connect_schema(self._writer_schema(group)))
-        return json.loads(group.value_schema) if group.value_schema else None
-
-    def _evolve(self, schema: TableSchema, fields: list[Field], key: tuple[str, ...] | None) -> TableSchema:
-        if not fields:
-            return schema
-        if self.config.table(schema.table).key is not None:
-            key = None  # a configured key overrides the message key
-        fields = [Field(f.name, strip_wire(f.schema)) for f in fields]
-        return apply.evolve(self.catalog, self.config, schema, fields, key)
-
-    def _write_increment(self, table: str, rows: DataFrame | None, intent: LandIntent) -> tuple[int, int]:
-        """Write the decoded rows without a reason to the table's increment and commit it: (rows written, rows with
-        a reason).
-
-        Those with a reason are only counted here, in the same pass: decoding them again for the quarantine
-        costs less than keeping every decoded row (with its message text) for a second read, as nearly every
-        batch has none."""
-        if rows is None:
-            return 0, 0
-        location = self.catalog.paths(table).increment(intent.hour, intent.batch)
-        if self.storage.exists(folder_stats(location)):
-            return self._kept_increment(table, rows, intent, location)
-        written = self._write_rows(table, rows, location)
-        rejected = written.pop("rejected")
-        self._commit_increment(table, intent, location, written)
-        return written["rows"], rejected
-
-    def _write_rows(self, table: str, rows: DataFrame, location: str) -> dict[str, int]:
-        """The rows without a reason written to `location` (what a crashed attempt wrote there first deleted), not
-        yet committed: {rows, max_source_ts_ms, rejected (rows with a reason)}, counted as written."""
-        schema = self.catalog.require(table)
-        columns = schema.column_names + [n for n, _ in META_COLUMNS]
-        self.storage.delete(location)  # a crashed attempt's, written in part
-
-        def write(frame: DataFrame) -> None:
-            good = frame.where(F.col("__reason").isNull())
-            # columns added by a later group of this batch read as null in the earlier ones
-            good.select(*[F.col(c) if c in good.columns else F.lit(None).cast(t).alias(c)
-                          for c, t in schema.columns + list(META_COLUMNS)]).select(*columns).write.parquet(location)
-
-        def written() -> DataFrame:
-            return self.spark.read.parquet(location).withColumn("__reason", F.lit(None).cast("string"))
-
-        landed = F.col("__reason").isNull()
-        return write_counted(
-            rows, write, written,
-            rows=F.count(F.when(landed, 1)), max_source_ts_ms=F.max(F.when(landed, F.col("__source_ts_ms"))),
-            rejected=F.count(F.when(~landed, 1)),
-        )
-
-    def _commit_increment(self, table: str, intent: LandIntent, location: str, written: dict[str, int]) -> None:
-        """The increment written at `location` committed: its counts written after its rows, then registered (none
-        written: the folder goes)."""
-        if written["rows"]:
-            self.storage.write_json(folder_stats(location), {**written, "landed_at": intent.landed_at},
-                                    overwrite=True)
-        else:
-            self.storage.delete(location)
-        crashpoints.reached("increments-written")
-        if written["rows"]:
-            self._register_increment(table, intent, location)
-
-    def _kept_increment(self, table: str, rows: DataFrame, intent: LandIntent, location: str) -> tuple[int, int]:
-        """A rerun's increment that the interrupted attempt wrote whole (its counts are written after its rows): it
-        stays as it is, since once registered a compaction (under its own lock, not this one) may be reading it or
-        folding it in; written again, its folder would be gone for a while, then in part."""
-        count = self.storage.read_json(folder_stats(location))["rows"]
-        rejected = rows.where(F.col("__reason").isNotNull()).count()  # they go to the quarantine again
-        self._register_increment(table, intent, location)
-        return count, rejected
-
-    def _register_increment(self, table: str, intent: LandIntent, location: str) -> None:
-        partition = [("__hour", intent.hour), ("__batch", intent.batch)]
-        self.catalog.add_partitions(increments_table(table), [(partition, location)])
-        crashpoints.reached("partitions-added")
-
-    def _line_quarantine(self, raw: DataFrame) -> DataFrame:
-        """Lines that are no event at all (not JSON, no topic), in the quarantine's columns."""
-        return raw.where(F.col("__line_reason").isNotNull()).select(
-            F.col("__line_reason").alias("__reason"),
-            "__kafka_topic",
-            "__kafka_partition",
-            "__kafka_offset",
-            "key",
-            F.col("__line").alias("payload"),
-            "__origin",
-            "__value_bytes",
-        )
-
-    def _write_quarantine(self, quarantine: list[tuple[str | None, DataFrame]], batch: int) -> dict[str, int]:
-        """Each table's rejected events of the batch written to `<its quarantine>/batch=N` (counted as written),
-        in place: a crash leaves the batch uncommitted, and its rerun writes the folder again; {table (UNPLACED:
-        of no table): count}."""
-        by_table: dict[str, list[DataFrame]] = {}
-        for table, rejected in quarantine:
-            by_table.setdefault(table or UNPLACED, []).append(rejected.select(*QUARANTINE_COLUMNS))
-        quarantined = {}
-        for name, frames in sorted(by_table.items()):
-            target = f"{self.catalog.quarantine(None if name == UNPLACED else name)}/batch={batch}"
-            self.storage.delete(target)  # a crashed attempt's
-            count = write_counted(
-                _union(frames),
-                lambda frame, target=target: frame.write.parquet(target),
-                lambda target=target: self.spark.read.schema(QUARANTINE_SCHEMA).parquet(target),
-                rows=F.count(F.lit(1)),
-            )["rows"]
-            if count:
-                self.storage.write_json(folder_stats(target), {"rows": count}, overwrite=True)
-                quarantined[name] = count
-            else:
-                self.storage.delete(target)
-        return quarantined
+        return TopicRows(table, union_all(decoded), decoded_as_came, rejected, unplaced is not None)
 
 
 def _by_table(groups: list[Row], config: Config) -> list[tuple[str, list[tuple[str, list[Row]]]]]:
@@ -897,22 +621,7 @@ def _same_schema(group: Row):
     return F.col("value_schema_hash") == group.value_schema_hash
 
 
-def _decode_rejects(rows: DataFrame) -> DataFrame:
-    """The decoded events that have a reason, as they came (the message texts under their quarantine names)."""
-    return rows.where(F.col("__reason").isNotNull()).select(
-        *[F.col(f"__raw_{c}").alias(c) if c in ("key", "payload") else F.col(c) for c in QUARANTINE_COLUMNS]
-    )
 
-
-def _with_reason(events: DataFrame, reason: str) -> DataFrame:
-    return events.select(F.lit(reason).alias("__reason"), *QUARANTINE_COLUMNS[1:])
-
-
-def _union(frames: list[DataFrame]) -> DataFrame:
-    result = frames[0]
-    for frame in frames[1:]:
-        result = result.unionByName(frame, allowMissingColumns=True)
-    return result
 
 
 def land(

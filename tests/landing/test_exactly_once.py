@@ -12,6 +12,7 @@ from lakecompact.lake.catalog import Catalog
 from lakecompact.lake.storage import VersionedState
 from lakecompact.landing import decode, files
 from lakecompact.landing import land as land_module
+from lakecompact.landing.increments import IncrementWriter
 from tests.support.crash import Crash, crash_once, registering
 from tests.support.debezium import INT, TEXT, Topic
 
@@ -66,7 +67,7 @@ def test_rerun_lands_only_new_lines_and_new_files(lake):
         # the first table's increment is written and registered, the second one's write is not
         pytest.param((Catalog, "add_partitions", registering(f"{ORDERS}_increments")), id="between-tables"),
         # every increment is written and registered, the quarantine write (after them) fails
-        pytest.param((land_module.Landing, "_write_quarantine", lambda *a, **k: True), id="before-quarantine"),
+        pytest.param((IncrementWriter, "write_quarantine", lambda *a, **k: True), id="before-quarantine"),
     ],
 )
 def test_crash_in_the_middle_of_a_batch_then_rerun(lake, monkeypatch, crash_at):

@@ -279,9 +279,10 @@ def crash_landing_mid_batch(spark, config) -> dict:
     """`land` dies right after the batch's first table's increment is written and registered, before the other
     tables and the commit (docs/design.md "Landing protocol": the intent is written first; a rerun lands the same batch again)."""
     from lakecompact.landing import land as land_module
+    from lakecompact.landing.increments import IncrementWriter
 
     calls = []
-    original = land_module.Landing._commit_increment
+    original = IncrementWriter.commit
 
     def write_then_crash(self, table, intent, location, written):
         original(self, table, intent, location, written)  # written and registered in the metastore ...
@@ -289,7 +290,7 @@ def crash_landing_mid_batch(spark, config) -> dict:
         raise Crash(f"crash after writing {table} in batch {intent.batch}")  # ... then the process dies
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(land_module.Landing, "_commit_increment", write_then_crash)
+        patch.setattr(IncrementWriter, "commit", write_then_crash)
         with pytest.raises(Crash):
             land(spark, config)
     landing = land_module.Landing(spark, config)

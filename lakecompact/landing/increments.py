@@ -1,0 +1,153 @@
+"""A batch's writes (docs/design.md "Landing protocol"): each table's increment, written to its final folder and
+counted as written, then committed (its counts, then its partition in the metastore); and each table's quarantine.
+Every write replaces what a crashed attempt of the same batch left there."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakecompact import crashpoints
+from lakecompact.lake.catalog import UNPLACED, Catalog
+from lakecompact.lake.model import META_COLUMNS
+from lakecompact.lake.storage import folder_stats
+from lakecompact.landing.intent import LandIntent
+from lakecompact.naming import increments_table
+from lakecompact.spark import write_counted
+
+# the message as it came (Avro values as bytes), so that `requeue` can land it again once the cause is fixed
+QUARANTINE_COLUMNS = (
+    "__reason", "__kafka_topic", "__kafka_partition", "__kafka_offset", "key", "payload", "__origin", "__value_bytes"
+)
+QUARANTINE_SCHEMA = (
+    "__reason STRING, __kafka_topic STRING, __kafka_partition INT, __kafka_offset BIGINT, key STRING, "
+    "payload STRING, __origin STRING, __value_bytes BINARY"
+)
+
+
+class IncrementWriter:
+    def __init__(self, spark: SparkSession, catalog: Catalog):
+        self.spark, self.catalog = spark, catalog
+        self.storage = catalog.storage
+
+    def write_increment(self, table: str, rows: DataFrame | None, intent: LandIntent) -> tuple[int, int]:
+        """Write the decoded rows without a reason to the table's increment and commit it: (rows written, rows with
+        a reason).
+
+        Those with a reason are only counted here, in the same pass: decoding them again for the quarantine
+        costs less than keeping every decoded row (with its message text) for a second read, as nearly every
+        batch has none."""
+        if rows is None:
+            return 0, 0
+        location = self.catalog.paths(table).increment(intent.hour, intent.batch)
+        if self.storage.exists(folder_stats(location)):
+            return self._kept_increment(table, rows, intent, location)
+        written = self.write_rows(table, rows, location)
+        rejected = written.pop("rejected")
+        self.commit(table, intent, location, written)
+        return written["rows"], rejected
+
+    def write_rows(self, table: str, rows: DataFrame, location: str) -> dict[str, int]:
+        """The rows without a reason written to `location` (what a crashed attempt wrote there first deleted), not
+        yet committed: {rows, max_source_ts_ms, rejected (rows with a reason)}, counted as written."""
+        schema = self.catalog.require(table)
+        columns = schema.column_names + [n for n, _ in META_COLUMNS]
+        self.storage.delete(location)  # a crashed attempt's, written in part
+
+        def write(frame: DataFrame) -> None:
+            good = frame.where(F.col("__reason").isNull())
+            # columns added by a later group of this batch read as null in the earlier ones
+            good.select(*[F.col(c) if c in good.columns else F.lit(None).cast(t).alias(c)
+                          for c, t in schema.columns + list(META_COLUMNS)]).select(*columns).write.parquet(location)
+
+        def written() -> DataFrame:
+            return self.spark.read.parquet(location).withColumn("__reason", F.lit(None).cast("string"))
+
+        landed = F.col("__reason").isNull()
+        return write_counted(
+            rows, write, written,
+            rows=F.count(F.when(landed, 1)), max_source_ts_ms=F.max(F.when(landed, F.col("__source_ts_ms"))),
+            rejected=F.count(F.when(~landed, 1)),
+        )
+
+    def commit(self, table: str, intent: LandIntent, location: str, written: dict[str, int]) -> None:
+        """The increment written at `location` committed: its counts written after its rows, then registered (none
+        written: the folder goes)."""
+        if written["rows"]:
+            self.storage.write_json(folder_stats(location), {**written, "landed_at": intent.landed_at},
+                                    overwrite=True)
+        else:
+            self.storage.delete(location)
+        crashpoints.reached("increments-written")
+        if written["rows"]:
+            self._register(table, intent, location)
+
+    def _kept_increment(self, table: str, rows: DataFrame, intent: LandIntent, location: str) -> tuple[int, int]:
+        """A rerun's increment that the interrupted attempt wrote whole (its counts are written after its rows): it
+        stays as it is, since once registered a compaction (under its own lock, not this one) may be reading it or
+        folding it in; written again, its folder would be gone for a while, then in part."""
+        count = self.storage.read_json(folder_stats(location))["rows"]
+        rejected = rows.where(F.col("__reason").isNotNull()).count()  # they go to the quarantine again
+        self._register(table, intent, location)
+        return count, rejected
+
+    def _register(self, table: str, intent: LandIntent, location: str) -> None:
+        partition = [("__hour", intent.hour), ("__batch", intent.batch)]
+        self.catalog.add_partitions(increments_table(table), [(partition, location)])
+        crashpoints.reached("partitions-added")
+
+    def write_quarantine(self, quarantine: list[tuple[str | None, DataFrame]], batch: int) -> dict[str, int]:
+        """Each table's rejected events of the batch written to `<its quarantine>/batch=N` (counted as written),
+        in place: a crash leaves the batch uncommitted, and its rerun writes the folder again; {table (UNPLACED:
+        of no table): count}."""
+        by_table: dict[str, list[DataFrame]] = {}
+        for table, rejected in quarantine:
+            by_table.setdefault(table or UNPLACED, []).append(rejected.select(*QUARANTINE_COLUMNS))
+        quarantined = {}
+        for name, frames in sorted(by_table.items()):
+            target = f"{self.catalog.quarantine(None if name == UNPLACED else name)}/batch={batch}"
+            self.storage.delete(target)  # a crashed attempt's
+            count = write_counted(
+                union_all(frames),
+                lambda frame, target=target: frame.write.parquet(target),
+                lambda target=target: self.spark.read.schema(QUARANTINE_SCHEMA).parquet(target),
+                rows=F.count(F.lit(1)),
+            )["rows"]
+            if count:
+                self.storage.write_json(folder_stats(target), {"rows": count}, overwrite=True)
+                quarantined[name] = count
+            else:
+                self.storage.delete(target)
+        return quarantined
+
+
+def line_quarantine(raw: DataFrame) -> DataFrame:
+    """Lines that are no event at all (not JSON, no topic), in the quarantine's columns."""
+    return raw.where(F.col("__line_reason").isNotNull()).select(
+        F.col("__line_reason").alias("__reason"),
+        "__kafka_topic",
+        "__kafka_partition",
+        "__kafka_offset",
+        "key",
+        F.col("__line").alias("payload"),
+        "__origin",
+        "__value_bytes",
+    )
+
+
+def decode_rejects(rows: DataFrame) -> DataFrame:
+    """The decoded events that have a reason, as they came (the message texts under their quarantine names)."""
+    return rows.where(F.col("__reason").isNotNull()).select(
+        *[F.col(f"__raw_{c}").alias(c) if c in ("key", "payload") else F.col(c) for c in QUARANTINE_COLUMNS]
+    )
+
+
+def with_reason(events: DataFrame, reason: str) -> DataFrame:
+    return events.select(F.lit(reason).alias("__reason"), *QUARANTINE_COLUMNS[1:])
+
+
+def union_all(frames: list[DataFrame]) -> DataFrame:
+    result = frames[0]
+    for frame in frames[1:]:
+        result = result.unionByName(frame, allowMissingColumns=True)
+    return result

@@ -1,0 +1,205 @@
+"""Per topic, how its events become its table's rows (docs/design.md "Landing protocol"): the form of each
+(topic, value schema) group, the table made or evolved for it, the decoder of its events, and how the topic
+carries deletes. The batch protocol (`land.py`) asks; nothing here writes an increment."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as F
+
+from lakecompact.config import Config
+from lakecompact.errors import SchemaError
+from lakecompact.lake.catalog import DELETE_FORM_PROPERTY, Catalog
+from lakecompact.lake.connect import Field, avro_reader_schema, avro_wire, strip_wire
+from lakecompact.lake.model import TableSchema
+from lakecompact.landing import avro_values, decode
+from lakecompact.landing.decode import MessageShape
+from lakecompact.landing.increments import with_reason
+from lakecompact.naming import base_table
+from lakecompact.report import say
+from lakecompact.schema import apply
+from lakecompact.schema.registry import Registry, RegistryError
+
+DeleteForm = Literal["rows", "tombstones"]  # how a table's topic carries deletes (a table property)
+NOT_A_ROW_EVENT = "not a row event of a table"
+UNPLACED_DELETE = (
+    "a Kafka tombstone of a flattened topic whose rows carry no delete marker: ExtractNewRecordState sent this "
+    "delete as the tombstone alone, which has no source position to order it by; configure the SMT with "
+    "delete.tombstone.handling.mode=rewrite (or rewrite-with-tombstone) and add.fields=op,source.lsn "
+    "(MySQL: op,source.file,source.pos,source.row) so that deletes land"
+)
+
+
+@dataclass(frozen=True)
+class GroupShape:
+    """One (topic, value schema) group of a batch, and how its values are laid out (or why that is unknown)."""
+
+    group: Row  # topic, value_schema_hash, value_schema, key_schema, key_sample, value_sample, events, values
+    shape: MessageShape | None
+    error: str | None = None
+
+
+class TopicSchemas:
+    """A batch's schema decisions, per topic; what it learns (how a table's deletes come, the registry's client)
+    is kept for the batch."""
+
+    def __init__(self, catalog: Catalog, config: Config):
+        self.catalog, self.config = catalog, config
+        self.storage = catalog.storage
+        self._delete_forms: dict[str, str | None] = {}  # table -> how its deletes come, as recorded, read once a run
+        self._registry_client: Registry | None = None
+
+    def shapes(self, topic: str, groups: list[Row]) -> list[GroupShape]:
+        """How each group's values are laid out; a group whose schema cannot be had carries the reason."""
+        shapes = []
+        for group in groups:
+            if group.values == 0:
+                continue
+            try:
+                shape = decode.shape_of(self._value_schema(group), list(group.value_sample or []), topic)
+            except (SchemaError, RegistryError) as exc:
+                shapes.append(GroupShape(group, None, str(exc)))
+                continue
+            shapes.append(GroupShape(group, shape))
+        return shapes
+
+    def create_table(self, table: str, topic: str, shapes: list[GroupShape]) -> TableSchema | None:
+        """A new table from the first group that shows its fields; None when no group does."""
+        first = next((s for s in shapes if s.shape is not None and s.shape.fields), None)
+        if first is None:
+            return None
+        key = self.config.table(table).key
+        if key is None:
+            key = self._key_columns(topic, first.group)
+        fields = tuple(Field(f.name, strip_wire(f.schema)) for f in first.shape.fields)
+        schema = TableSchema(table, topic, fields, tuple(key))
+        self.catalog.create(schema)
+        say(f"  created {self.config.database}.{table} (key {list(schema.key) or 'none: append-only'}, "
+            f"{len(schema.fields)} columns) from topic {topic}")
+        return schema
+
+    def decoder(
+        self, schema: TableSchema, shaped: GroupShape, landed_at: str
+    ) -> tuple[TableSchema, Callable[[DataFrame], DataFrame]] | str:
+        """How the group's events decode into rows (the table's schema evolved to take them), or why none of
+        them can land."""
+        group, shape = shaped.group, shaped.shape
+        if shape is None:
+            return shaped.error or "unknown schema"
+        if shape.kind == "skip":
+            return NOT_A_ROW_EVENT
+        avro = group.value_schema_hash and group.value_schema_hash.startswith(decode.AVRO_PREFIX)
+        writer_schema = json.dumps(avro_reader_schema(self._writer_schema(group))) if avro else None
+        key_schema = json.loads(group.key_schema) if group.key_schema else None
+        key = decode.key_columns(key_schema, []) if key_schema else None
+        try:
+            schema = self._evolve(schema, list(shape.fields), key)
+        except SchemaError as exc:
+            return str(exc)
+        placeholder = self.config.table(schema.table).toast_placeholder
+
+        def decoded(events: DataFrame) -> DataFrame:
+            if writer_schema is not None:
+                return avro_values.decode_events(events, writer_schema, shape, schema, placeholder, landed_at)
+            return decode.decode_events(events, shape, schema, placeholder, landed_at)
+
+        return schema, decoded
+
+    def unplaced_deletes(
+        self, topic: str, table: str, shapes: list[GroupShape], messages: Callable[[], DataFrame]
+    ) -> DataFrame | None:
+        """The Kafka tombstones of a flattened topic whose rows carry no delete marker, or None.
+
+        ExtractNewRecordState's default sends a delete as the tombstone alone: skipping it (docs/design.md "Kafka tombstones") would lose the
+        delete, and it has no source position to be ordered by. So it is kept in quarantine, with what to configure.
+        How a table's deletes come is kept for batches that hold only tombstones, in the table's state, which only
+        the lander writes (under its lock): not as a table property, which a compactor's swap writes back as it read
+        them (the metastore replaces a table's properties whole), dropping one set after that read.
+        """
+        seen = self._delete_form(shapes)  # a value that is no JSON object shows no fields, and proves nothing
+        recorded = self.catalog.paths(table).delete_form
+        if table not in self._delete_forms:
+            self._delete_forms[table] = self._recorded_delete_form(table, recorded)
+        if seen is not None and seen != self._delete_forms[table]:
+            self.storage.write_json(recorded, {"deletes": seen}, overwrite=True)
+            self._delete_forms[table] = seen
+        if self._delete_forms[table] != "tombstones":
+            return None
+        tombstones = messages().where((F.col("__kafka_topic") == topic) & ~F.col("__has_value"))
+        return with_reason(tombstones, UNPLACED_DELETE)
+
+    def _recorded_delete_form(self, table: str, recorded: str) -> DeleteForm | None:
+        """How the table's deletes come, as recorded; a lake landed into before the record holds it as a table
+        property, which is recorded the new way once read."""
+        if self.storage.exists(recorded):
+            return self.storage.read_json(recorded)["deletes"]
+        form = self.catalog.properties(base_table(table)).get(DELETE_FORM_PROPERTY)
+        if form is not None:
+            self.storage.write_json(recorded, {"deletes": form}, overwrite=True)
+        return form
+
+    @staticmethod
+    def _delete_form(shapes: list[GroupShape]) -> DeleteForm | None:
+        """"rows" (envelopes, or flattened rows with `__deleted` / `__op`), "tombstones", or None: not shown here."""
+        kinds = [(s.shape.kind, s.shape.delete_marker) for s in shapes if s.shape is not None]
+        if ("envelope", None) in kinds or ("flat", True) in kinds:
+            return "rows"
+        return "tombstones" if ("flat", False) in kinds else None
+
+    def _registry(self) -> Registry:
+        if self.config.registry is None:
+            raise SchemaError("Avro event (Confluent wire format) but no [registry] is configured to resolve its schema id")
+        if self._registry_client is None:
+            self._registry_client = Registry(self.config.registry)
+        return self._registry_client
+
+    def _key_columns(self, topic: str, group) -> tuple[str, ...]:
+        if group.value_schema_hash and group.value_schema_hash.startswith(decode.AVRO_PREFIX):
+            from lakecompact.schema import avro
+            from lakecompact.schema.registry import SchemaNotFound
+
+            registry = self._registry()
+            try:
+                return tuple(avro.key_fields(registry.schema(registry.subject(topic, "key")).schema))
+            except SchemaNotFound:
+                return ()
+        key_schema = json.loads(group.key_schema) if group.key_schema else None
+        return decode.key_columns(key_schema, list(group.key_sample or []))
+
+    def _writer_schema(self, group) -> dict:
+        return self._registry().schema_by_id(int(group.value_schema_hash[len(decode.AVRO_PREFIX):]))
+
+    def _value_schema(self, group) -> dict | None:
+        """The group's Connect schema: embedded in JSON events, or the Avro writer schema from the registry."""
+        if group.value_schema_hash and group.value_schema_hash.startswith(decode.AVRO_PREFIX):
+            from lakecompact.schema import avro
+
+            return avro_wire(avro.connect_schema(self._writer_schema(group)))
+        return json.loads(group.value_schema) if group.value_schema else None
+
+    def _evolve(self, schema: TableSchema, fields: list[Field], key: tuple[str, ...] | None) -> TableSchema:
+        if not fields:
+            return schema
+        if self.config.table(schema.table).key is not None:
+            key = None  # a configured key overrides the message key
+        fields = [Field(f.name, strip_wire(f.schema)) for f in fields]
+        return apply.evolve(self.catalog, self.config, schema, fields, key)
+
+    @staticmethod
+    def written_with_schema(topic: str, samples: decode.Samples) -> decode.Written | None:
+        """The form of a topic whose values embed their schema, when its key form is known and its values are
+        rows whose deletes come as rows."""
+        if topic not in samples.keys:
+            return None
+        try:
+            shape = decode.shape_of(json.loads(samples.values[topic]), [], topic)
+        except SchemaError:
+            return None
+        if not shape.fields or not (shape.kind == "envelope" or (shape.kind == "flat" and shape.delete_marker)):
+            return None
+        return decode.Written(topic, samples.values[topic], samples.keys[topic], shape)
