@@ -34,7 +34,7 @@ import math
 import time
 from pathlib import Path
 
-VERSION = 1  # bump when the events change: benchmarks/run.py regenerates its cached data sets then
+VERSION = 1  # bump when the events change: benchmarks/datasets.py regenerates its cached data sets then
 TOPIC = "dbserver1.public.customers"
 SNAPSHOT_LSN = 24_000_000
 TS0 = 1_700_000_000_000

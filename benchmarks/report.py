@@ -1,4 +1,6 @@
-"""docs/performance.md from benchmarks/results/*.json: each speed target with the ratio of its latest run.
+"""Every rendering of the benchmarks' results: the Markdown of one results file (render_markdown: the
+benchmarks/results/<name>.md that run.py writes beside the .json), and docs/performance.md from
+benchmarks/results/*.json, each speed target with the ratio of its latest run.
 
     python benchmarks/run.py report        # run.py also writes the page after every scenario it runs
 
@@ -23,9 +25,144 @@ SPARK_PEERS = ("delta", "delta-dv", "iceberg-cow", "iceberg-mor", "hudi-cow", "h
 COPY_ON_WRITE_PEERS = ("delta", "iceberg-cow", "hudi-cow")
 NAMES = {"delta": "Delta", "delta-dv": "Delta with deletion vectors", "iceberg-cow": "Iceberg copy-on-write",
          "iceberg-mor": "Iceberg merge-on-read", "hudi-cow": "Hudi copy-on-write", "hudi-mor": "Hudi merge-on-read"}
+# scenarios/cluster.py's runs
 CLUSTER_RUN, LOCAL_RUN, LOCAL_S3_RUN = "lakecompact-cluster-s3", "lakecompact-local", "lakecompact-local-s3"
 
 
+# -- one results file's Markdown -----------------------------------------------------------------------------
+def fmt(value, digits=2) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def render_markdown(doc: dict, reference_label: str, extra_md: str) -> str:
+    m, p = doc["machine"], doc["params"]
+    out = [f"# {doc['title']}", ""]
+    out.append(f"Machine: {m['nproc']} cores (`nproc`), {m['memory_gib']} GiB memory, {m['cpu']}; {m['date']}; "
+               f"{m['java']}; lakecompact {m['lakecompact_commit']}.  ")
+    out.append(spark_line(doc) + "  ")
+    out.append("Parameters: " + ", ".join(f"{k} = {fmt(v) if isinstance(v, int) and not isinstance(v, bool) else str(v).lower()}" for k, v in p.items()) + ".")
+    out.append("")
+    out.append(f"Seconds are each engine's own step time (JVM start excluded) unless the step says whole process; "
+               f"ratio = seconds / {reference_label} (above 1: slower than it).")
+    out.append("")
+    out.append("| step | engine | seconds | ratio | note |")
+    out.append("| --- | --- | ---: | ---: | --- |")
+    for row in doc["summary"]:
+        ratio = row.get("ratio")
+        out.append(f"| {row['step']} | {row['engine']} | {fmt(row.get('seconds'))} | "
+                   f"{fmt(ratio) + '×' if ratio is not None else '—'} | {row.get('note', '')} |")
+    out.append("")
+    if extra_md:
+        out += [extra_md, ""]
+    corr = doc["correctness"]
+    verdict = "all engines agree" if corr["all_agree"] else "**MISMATCH OR FAILURE: see below**"
+    out.append(f"## Correctness: {verdict}")
+    out.append("")
+    out.append(f"Live rows, sum(score) and sum of md5(id|name|score|bio)[0:8] as an integer, per engine, "
+               f"compared with `{corr['reference']}`.")
+    out.append("")
+    out.append("| run | check | rows | sum(score) | checksum | status |")
+    out.append("| --- | --- | ---: | ---: | ---: | --- |")
+    for row in corr["checks"]:
+        out.append(f"| {row['run']} | {row['check']} | {fmt(row.get('rows'))} | {fmt(row.get('score_sum'))} | "
+                   f"{row.get('checksum')} | {row['status'] if row['status'] == 'ok' else '**' + row['status'] + '**'} |")
+    out.append("")
+    if doc["failures"]:
+        out.append("## Failures")
+        out.append("")
+        out += [f"- **{f}**" for f in doc["failures"]]
+        out.append("")
+    if doc.get("not_run"):
+        out.append("## Not run")
+        out.append("")
+        out += [f"- **{name}: not run**: {why}" for name, why in doc["not_run"].items()]
+        out.append("")
+    out.append("## Processes")
+    out.append("")
+    out.append("\"CPU used by others\": the share of the machine's CPU time, during that run, used by processes outside "
+               "the benchmark (the machine is shared); high values mean slower, noisier numbers for that run.")
+    out.append("")
+    out.append("| run | engine | whole process s | peak RSS MB (python + JVM) | CPU used by others | versions |")
+    out.append("| --- | --- | ---: | ---: | ---: | --- |")
+    for name, run in doc["runs"].items():
+        info = run.get("info", {})
+        versions = ", ".join(f"{'Spark' if k == 'spark_version' else k} {v}" for k, v in info.items()
+                             if k in ("spark_version", "duckdb", "deltalake"))
+        if info.get("jars"):
+            versions += "; " + ", ".join(info["jars"])
+        if run.get("not_run"):
+            versions = f"not run: {run['not_run']}"
+        proc = run.get("process", {})
+        other = proc.get("other_cpu_share")
+        out.append(f"| {name} | {run['engine']} | {fmt(proc.get('seconds'), 1)} | {fmt(proc.get('peak_rss_mb'))} | "
+                   f"{'—' if other is None else f'{other:.0%}'} | {versions} |")
+    out.append("")
+    out.append("## All steps")
+    out.append("")
+    out.append("| run | step | seconds |")
+    out.append("| --- | --- | ---: |")
+    for step in doc["steps"]:
+        out.append(f"| {step['run']} | {step['step']} | {fmt(step['seconds'])} |")
+    if doc["notes"]:
+        out += ["", "## Notes", ""] + [f"- {n}" for n in doc["notes"]]
+    return "\n".join(out) + "\n"
+
+
+def spark_line(doc: dict) -> str:
+    """Which Spark each Spark engine of the results ran on: every ratio between two of them carries the difference
+    when they are not the same."""
+    by_version: dict[str, list[str]] = {}
+    for name, version in (doc.get("spark_versions") or {
+            r: run.get("info", {}).get("spark_version") for r, run in doc["runs"].items()
+            if run["engine"] not in ("duckdb", "delta-rs")}).items():
+        by_version.setdefault(version or "unknown", []).append(name)
+    if not by_version:
+        return "Spark: no Spark engine ran."
+    if len(by_version) == 1:
+        version, names = next(iter(by_version.items()))
+        return f"Spark: {version} for every Spark engine ({', '.join(names)})."
+    return ("Spark: **not one version**: " + "; ".join(f"{v} ({', '.join(n)})" for v, n in by_version.items())
+            + ": part of a difference between them is Spark's own.")
+
+
+def s3_tables(runs: dict[str, dict], steps: list[str], whole: dict) -> str:
+    """The S3 requests of each run on S3 (`runs`: the runs with their steps) per step and operation, and the
+    copies; `whole`: the cluster run's requests over all of it."""
+    out = []
+    for run_name, title in ((CLUSTER_RUN, "the cluster run (spark-submit)"), (LOCAL_S3_RUN, "lakecompact on local[2]")):
+        infos = {s["step"]: (s.get("info", {}).get("s3") or {})
+                 for s in runs.get(run_name, {}).get("steps", [])}
+        if not any(infos.values()):
+            continue
+        total = whole if run_name == CLUSTER_RUN else {}
+        ops = sorted({op for info in infos.values() for op in info.get("ops", {})} | set(total.get("ops", {})))
+        out += [f"## S3 requests of {title}", "",
+                ("Per step (one process each) and S3 operation; \"COPY .parquet\" counts the copies of data files. "
+                 "\"foreign\": requests of other clients of the bucket meanwhile (not counted; the bucket-level "
+                 "requests, which name no key, could include some of theirs)."), "",
+                "| step | requests | " + " | ".join(ops) + " | COPY .parquet | COPY other | MB put | foreign |",
+                "| --- | ---: | " + " | ".join("---:" for _ in ops) + " | ---: | ---: | ---: | ---: |"]
+        rows = [(step, infos.get(step, {})) for step in steps] + [("all of the run (checks included)", total)]
+        for step, info in rows:
+            if not info:
+                continue
+            out.append(f"| {step} | {info['requests']:,} | " + " | ".join(f"{info['ops'].get(op, 0):,}" for op in ops)
+                       + f" | {len(info['copies_data'])} | {len(info['copies_other'])} | {info['put_mb']:,} | "
+                         f"{info['foreign']:,} |")
+        copied = [(step, c) for step, info in rows[:-1] for c in info.get("copies_data", []) + info.get("copies_other", [])]
+        if copied:
+            out += ["", "Copies (at most 30):", ""] + [f"- {step}: `{c}`" for step, c in copied[:30]]
+        out.append("")
+    return "\n".join(out).rstrip()
+
+
+# -- docs/performance.md: the targets and the measures of them -----------------------------------------------
 @dataclass(frozen=True)
 class Measure:
     value: float  # a ratio, or a count when the target's unit is not "×"
@@ -218,7 +355,7 @@ def view_read(doc: dict) -> Measure | None:
     return Measure(pending / compacted, f"{pending:.2f} s with the hour pending, {compacted:.2f} s compacted")
 
 
-HISTORY_OFF, HISTORY_ON = "lakecompact@history=off", "lakecompact@history=on"  # run.py's scenario_history
+HISTORY_OFF, HISTORY_ON = "lakecompact@history=off", "lakecompact@history=on"  # scenarios/history.py's runs
 
 
 def history_cost(step: str) -> Callable[[dict], Measure | None]:

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
 
 from common import run_main, spark_check, spark_conf, timed_read
-from run import tree_cpu_seconds  # benchmarks/run.py: the harness's reading of /proc
+from measure import tree_cpu_seconds  # benchmarks/measure.py: the harness's reading of /proc
 
 
 def _plain(report):
