@@ -42,6 +42,8 @@ from lakecompact.naming import table_for_topic
 from lakecompact.report import say, seconds_since, warn
 from lakecompact.schema import apply
 
+# one-pass tables written at once by a land (docs/design.md "Landing protocol")
+SCANS_SIDE_BY_SIDE = 4
 NO_SCHEMA = "no schema known for this topic: its events carry none, and no earlier event or registry gave one"
 
 
@@ -409,8 +411,8 @@ class Landing:
             return {}, None
         topics = [p.written.topic for p in plans]
         of_some = F.col("__line_reason").isNull() & F.coalesce(F.col("__kafka_topic").isin(*topics), F.lit(False))
-        scans = []
-        for plan in plans:
+
+        def scan(plan: OnePass) -> tuple[OnePass, LandIntent, dict[str, int], dict[str, int]]:
             # each scan reads only the input that may hold its topic, and counts the lines there of no such topic
             # (a line read by several scans is counted by each: what is left is only compared with 0)
             lines = Observation()
@@ -422,7 +424,12 @@ class Landing:
             own = intent.of_topics({plan.written.topic})
             flagged = plan.flagged(self._read(own, unnumbered)).observe(lines, *counts)
             written = self.writer.write_rows(plan.table, plan.decoded(flagged.where("__fits")), plan.location)
-            scans.append((plan, own, written, lines.get))
+            return plan, own, written, lines.get
+
+        # the tables' scans side by side: a small table's job leaves cores idle while the driver plans the next
+        # one; nothing is committed until every scan is done, then in topic order
+        with futures.ThreadPoolExecutor(max_workers=SCANS_SIDE_BY_SIDE, thread_name_prefix="land-scan") as pool:
+            scans = list(pool.map(scan, plans))
         files.require_still_planned(self.storage, unnumbered)
         commits: dict[str, PendingIncrement] = {}
         rest = intent.events_apart_from(set(topics))  # the input no scan read
