@@ -30,8 +30,8 @@ def status(spark: SparkSession | None, config: Config) -> list[dict[str, Any]]:
         schema = catalog.require(table)
         paths = catalog.paths(table)
         manifests = Manifests(catalog.storage, paths.manifests)
-        latest = manifests.latest(0)
-        current = latest if latest.version else None  # version 0: never compacted
+        kept = manifests.versions()  # listed once: the current version and the feed's published ones
+        current = manifests.read(kept[-1]) if kept else None  # none: never compacted
         stats = current.stats if current else {}
         archived_up_to = current.last_batch if current else 0
         pending = [
@@ -50,8 +50,7 @@ def status(spark: SparkSession | None, config: Config) -> list[dict[str, Any]]:
             "pending_batches": len(pending),
             "pending_events": _total(pending_stats),
             "quarantined": _quarantined(catalog, paths.quarantine),
-            "change_feed_versions": published_feed_versions(catalog.storage.list_names(paths.changes_root),
-                                                            manifests.versions()),
+            "change_feed_versions": published_feed_versions(catalog.storage.list_names(paths.changes_root), kept),
             "last_compaction": stats.get("created_at"),
             "last_compaction_seconds": stats.get("seconds"),
             "last_compaction_rows_written": stats.get("rows_written"),
