@@ -36,6 +36,7 @@ from pathlib import Path
 
 # the modules beside this file: `python3 benchmarks/run.py` puts benchmarks/ first on sys.path
 from datasets import BENCH, VENV_PYTHON
+from engines.common import SPARK_CHECK
 from measure import ROOT, core_seconds, log, loud, machine, run_process, spark_version, wait_for_quiet
 from report import RESULTS, fmt, render_markdown
 from report import write_page as write_performance_page
@@ -53,11 +54,6 @@ SCENARIOS = {"merge": merge.scenario_merge, "change-size": merge.scenario_change
              "small-command": small_command.scenario_small_command, "cluster": cluster.scenario_cluster,
              "verify": verify.scenario_verify}
 PEER_JARS = {peer: peer.split("-")[0] for peer in PEERS}  # .bench/jars/<profile of benchmarks/pom.xml>
-CHECK_SQL = (
-    "count(*) AS rows, sum(score) AS score_sum, "
-    "sum(CAST(conv(substr(md5(concat_ws('|', CAST(id AS STRING), name, CAST(score AS STRING), bio)), 1, 8), 16, 10)"
-    " AS BIGINT)) AS checksum"
-)
 NOISY = 0.25  # share of the CPUs used by other processes above which a run's numbers are marked
 
 
@@ -321,7 +317,7 @@ class Run:
             command(step, argv, paths)
             for name, (after, check_paths) in (checks or {}).items():
                 if after == index and not result["error"]:
-                    out = command(f"check {name}", ["sql", f"SELECT {CHECK_SQL} FROM {relation}"], check_paths,
+                    out = command(f"check {name}", ["sql", f"SELECT {SPARK_CHECK} FROM {relation}"], check_paths,
                                   record=False)
                     row = next((json.loads(line) for line in reversed(out.strip().splitlines())
                                 if line.startswith('{"rows"')), {})

@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from measure import ROOT
+from report import SPARK_PEERS
 
 if TYPE_CHECKING:
     from run import Run
 
 ENGINES_DIR = ROOT / "benchmarks" / "engines"
-PEERS = ("delta", "delta-dv", "iceberg-cow", "iceberg-mor", "hudi-cow", "hudi-mor")
+PEERS = SPARK_PEERS
 ALL_ENGINES = ("lakecompact", "lakecompact-cli", "raw-spark", *PEERS, "duckdb", "delta-rs")
 VIEW = "lake.public_customers"
 READ_SQL = f"SELECT count(*), sum(score) FROM {VIEW}"
