@@ -64,7 +64,6 @@ task.shutdown.graceful.timeout.ms=10000
     return path
 
 
-
 class Connect(Component):
     """The Connect worker's JVM."""
 

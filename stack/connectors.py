@@ -43,6 +43,16 @@ def _apply_overrides(config: dict, overrides: dict) -> dict:
     return config
 
 
+# how both connectors capture: a snapshot first, tombstones after deletes, exact decimals and times, every operation
+_CAPTURE = {
+    "snapshot.mode": "initial",
+    "tombstones.on.delete": "true",
+    "decimal.handling.mode": "precise",
+    "time.precision.mode": "adaptive_time_microseconds",
+    "skipped.operations": "none",
+}
+
+
 def postgres_connector_config(name: str, topic_prefix: str, tables: Iterable[str], **overrides) -> dict:
     tables = list(tables)
     cfg = {
@@ -59,11 +69,7 @@ def postgres_connector_config(name: str, topic_prefix: str, tables: Iterable[str
         "publication.name": f"{_slug(name)}_pub",
         "publication.autocreate.mode": "filtered",
         "table.include.list": ",".join(tables),
-        "snapshot.mode": "initial",
-        "tombstones.on.delete": "true",
-        "decimal.handling.mode": "precise",
-        "time.precision.mode": "adaptive_time_microseconds",
-        "skipped.operations": "none",
+        **_CAPTURE,
     }
     return _apply_overrides(cfg, overrides)
 
@@ -85,11 +91,7 @@ def mariadb_connector_config(name: str, topic_prefix: str, tables: Iterable[str]
         "topic.prefix": topic_prefix,
         "database.include.list": ",".join(dbs),
         "table.include.list": ",".join(tables),
-        "snapshot.mode": "initial",
-        "tombstones.on.delete": "true",
-        "decimal.handling.mode": "precise",
-        "time.precision.mode": "adaptive_time_microseconds",
-        "skipped.operations": "none",
+        **_CAPTURE,
         "include.schema.changes": "false",
         "schema.history.internal.kafka.bootstrap.servers": KAFKA_BOOTSTRAP,
         "schema.history.internal.kafka.topic": f"_lakecompact_schema_history.{name}",

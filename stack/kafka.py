@@ -59,7 +59,6 @@ num.recovery.threads.per.data.dir=1
     return path
 
 
-
 def cluster_id() -> str:
     """A random KRaft cluster id. Like Kafka's own Uuid.randomUuid, never one that starts with '-': the storage
     tool's argument parser would take it for an option (1 in 64 ids did, and the stack failed to start)."""
@@ -67,7 +66,6 @@ def cluster_id() -> str:
         cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not cid.startswith("-"):
             return cid
-
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -98,7 +96,6 @@ def kafka_broker_count(host: str = HOST, port: int | None = None, timeout: float
     if got_corr != corr:
         raise ConnectionError("bad correlation id")
     return nbrokers
-
 
 
 class Kafka(Component):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .component import Component
 from .install import s3a_jars, spark_home
-from .postgres import psql_admin
+from .postgres import ensure_role, psql_admin
 from .processes import java, java_cmd, log, port_answers, run, spawn, write_common_conf
 from .s3 import s3_spark_conf
 from .settings import (
@@ -83,11 +83,7 @@ def _schema_ready() -> bool:
 def _setup() -> None:
     """The metastore's role and database, and its schema created by Hive's schematool (once)."""
     u, pw, db = METASTORE_DB.user, METASTORE_DB.password, METASTORE_DB.database
-    psql_admin(
-        "DO $$ BEGIN "
-        f"IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{u}') THEN "
-        f"CREATE ROLE {u} LOGIN PASSWORD '{pw}'; END IF; END $$; "
-        f"ALTER ROLE {u} LOGIN PASSWORD '{pw}';")
+    ensure_role(u, pw, "LOGIN")
     if _schema_ready():
         return
     # no VERSION table: never initialised, or an init that was interrupted; start from an empty database
@@ -97,7 +93,6 @@ def _setup() -> None:
     run([java(), "-Xmx256m", f"-Dlog4j2.configurationFile={CONF_DIR / 'log4j2.properties'}",
           "-cp", classpath(), "org.apache.hadoop.hive.metastore.tools.MetastoreSchemaTool",
           "-dbType", "postgres", "-initSchema"], env={"METASTORE_HOME": str(METASTORE_HOME)}, timeout=300)
-
 
 
 class Metastore(Component):

@@ -101,13 +101,18 @@ def psql_admin(sql: str, database: str = "postgres") -> str:
     return p.stdout.strip()
 
 
-def _setup() -> None:
-    u, pw, db = POSTGRES.user, POSTGRES.password, POSTGRES.database
+def ensure_role(user: str, password: str, attributes: str) -> None:
+    """The role ``user`` made, or altered, to have ``attributes`` (e.g. "LOGIN") and ``password``."""
     psql_admin(
         "DO $$ BEGIN "
-        f"IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{u}') THEN "
-        f"CREATE ROLE {u} LOGIN SUPERUSER REPLICATION PASSWORD '{pw}'; END IF; END $$; "
-        f"ALTER ROLE {u} LOGIN SUPERUSER REPLICATION PASSWORD '{pw}';")
+        f"IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{user}') THEN "
+        f"CREATE ROLE {user} {attributes} PASSWORD '{password}'; END IF; END $$; "
+        f"ALTER ROLE {user} {attributes} PASSWORD '{password}';")
+
+
+def _setup() -> None:
+    u, pw, db = POSTGRES.user, POSTGRES.password, POSTGRES.database
+    ensure_role(u, pw, "LOGIN SUPERUSER REPLICATION")
     if psql_admin(f"SELECT 1 FROM pg_database WHERE datname = '{db}'") != "1":
         psql_admin(f"CREATE DATABASE {db} OWNER {u}")
 

@@ -50,7 +50,6 @@ _S3_LOGBACK = """\
 S3_REQUESTS_LOG = LOG_DIR / "s3-requests.log"
 
 
-
 def s3_spark_conf() -> dict[str, str]:
     """The ``spark.hadoop.fs.s3a.*`` settings for ``s3a://<S3_BUCKET>/...`` on the stack's S3 (jars:
     s3a_jars()). The checksum settings are Hadoop 3.5's defaults, spelled out: the AWS SDK (>= 2.30) would
@@ -225,7 +224,6 @@ def _write_conf() -> Path:
         "jclouds.credential=lakecompact\n"
         f"jclouds.filesystem.basedir={S3_DIR / 'data'}\n")
     return conf
-
 
 
 class S3(Component):

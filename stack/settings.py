@@ -133,7 +133,6 @@ MARIADB = DbSettings(HOST, MARIADB_PORT, "lake", "lake", "lake_src")
 METASTORE_DB = DbSettings(HOST, PG_PORT, "hive", "hive", "metastore")  # the metastore's own tables
 
 
-
 class StackError(RuntimeError):
     pass
 

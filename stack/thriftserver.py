@@ -48,7 +48,6 @@ def _s3_args() -> list[str]:
     return args
 
 
-
 class ThriftServer(Component):
     """spark-submit of HiveThriftServer2 on local[2], pyspark's own Spark."""
 

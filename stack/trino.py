@@ -83,7 +83,6 @@ def _write_conf() -> Path:
     return etc
 
 
-
 class Trino(Component):
     """Trino's launcher, run in the foreground (its JVM is the launcher's child)."""
 
