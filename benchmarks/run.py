@@ -34,7 +34,10 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
-# the modules beside this file: `python3 benchmarks/run.py` puts benchmarks/ first on sys.path
+# the modules beside this file: `python3 benchmarks/run.py` puts benchmarks/ first on sys.path; the project's root
+# goes after it, for the stack package (`import stack` in scenarios/), as pytest run from the root has it
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
+
 from datasets import BENCH, VENV_PYTHON
 from engines.common import SPARK_CHECK
 from measure import ROOT, core_seconds, log, loud, machine, run_process, spark_version, wait_for_quiet

@@ -105,9 +105,9 @@ def pytest_sessionstart(session):
     use, so that no test's fixture stops a service another test uses at the same time."""
     if _is_xdist_worker(session.config) or session.config.option.collectonly:
         return
-    from tests.e2e.conftest import load_stack_module, shared_components
+    import stack
+    from tests.e2e.conftest import shared_components
 
-    stack = load_stack_module()
     components = shared_components(stack) if session.config.getoption("e2e") == "together" else []
     if SHARED_METASTORE == "stack":
         components = components or ["postgres", "metastore"]
@@ -124,9 +124,9 @@ def pytest_sessionstart(session):
 def pytest_sessionfinish(session):
     started = session.config.stash.get(_STARTED_STACK, [])
     if started:
-        from tests.e2e.conftest import load_stack_module
+        import stack
 
-        load_stack_module().down(started)
+        stack.down(started)
 
 
 @pytest.fixture(scope="session")
@@ -135,9 +135,9 @@ def metastore_uri():
     pytest_sessionstart started)."""
     if SHARED_METASTORE != "stack":
         return SHARED_METASTORE
-    from tests.e2e.conftest import load_stack_module
+    import stack
 
-    return load_stack_module().METASTORE_URI
+    return stack.METASTORE_URI
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,9 @@ from datasets import BENCH, change_after, dataset
 from measure import ROOT, ServiceCpu, core_seconds, log, loud, run_process, spark_version
 from report import CLUSTER_RUN, LOCAL_RUN, LOCAL_S3_RUN, fmt, s3_tables
 
-from .common import land_snapshot, ratio_of, stack_module
+import stack
+
+from .common import land_snapshot, ratio_of
 
 if TYPE_CHECKING:
     from run import Run
@@ -39,7 +41,7 @@ class BenchStack:
 
     def __init__(self, args, prefix: str):
         self.args, self.prefix = args, prefix  # prefix: this run's keys in the bucket ("bench-…/")
-        self.stack = stack_module()
+        self.stack = stack
         self.found: dict | None = None  # what ran before this started anything
         self.restarted_metastore = False
         self.notes: list[str] = []
@@ -58,8 +60,8 @@ class BenchStack:
 
     def _metastore_reading_s3(self) -> None:
         stack = self.stack
-        pid = stack._metastore_pid()
-        if pid and "hadoop-aws" in stack._cmdline(pid):
+        pid = stack.component("metastore").pid()
+        if pid and "hadoop-aws" in stack.cmdline(pid):
             return
         conf_dir = BENCH / "stack" / "metastore-conf"
         conf_dir.mkdir(parents=True, exist_ok=True)
@@ -68,7 +70,7 @@ class BenchStack:
                 f"  <property><name>{key.removeprefix('spark.hadoop.')}</name><value>{value}</value></property>\n"
                 for key, value in stack.s3_spark_conf().items()) + "</configuration>\n")
         hadoop = sorted(str(p) for p in (stack.spark_home() / "jars").glob("hadoop-client-*.jar"))
-        stock = stack._metastore_classpath
+        stock = stack.metastore.classpath
 
         def with_s3a() -> str:
             entries = []
@@ -82,11 +84,11 @@ class BenchStack:
         log("restarting the stack's metastore with the s3a client (it makes the folders of s3a:// databases and "
             "tables; the stack starts it without one)")
         stack.stop_metastore()
-        stack._metastore_classpath = with_s3a
+        stack.metastore.classpath = with_s3a
         try:
             stack.start_metastore()
         finally:
-            stack._metastore_classpath = stock
+            stack.metastore.classpath = stock
         self.restarted_metastore = True
 
     def _cluster_free(self, step: str) -> None:
@@ -94,7 +96,7 @@ class BenchStack:
         stack, deadline = self.stack, time.monotonic() + max(self.args.quiet_wait, 5)
         while True:
             try:
-                apps = [a.get("name") for a in stack._cluster_state().get("activeapps", [])]
+                apps = [a.get("name") for a in stack.cluster_state().get("activeapps", [])]
             except Exception:  # noqa: BLE001
                 apps = []
             if not apps:
@@ -104,7 +106,7 @@ class BenchStack:
                 break
             log(f"the cluster runs other applications ({apps}): waiting")
             time.sleep(5)
-        if not stack._cluster_ready():
+        if not stack.component("cluster").ready():
             log("a worker of the stack's cluster is down: stack.up(cluster)")
             stack.up(components=["cluster"])
 
@@ -130,7 +132,7 @@ class BenchStack:
             self.notes.append("The stack's metastore was restarted with the s3a client for this run and left running "
                               "so (restarting it without would break a cluster test that found it so).")
         if not found["postgres"]:
-            stack._pg_stop()
+            stack.component("postgres").stop()
 
     # -- what the S3 server served -------------------------------------------------------------------------
     @contextmanager

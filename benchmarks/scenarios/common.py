@@ -1,9 +1,8 @@
 """What the scenarios share, with the runner too: the engines' names, the view every lake has, the ops that
-land a snapshot, the summary's rows and ratios, and the stack's module."""
+land a snapshot, the summary's rows and ratios."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,16 +17,6 @@ PEERS = SPARK_PEERS
 ALL_ENGINES = ("lakecompact", "lakecompact-cli", "raw-spark", *PEERS, "duckdb", "delta-rs")
 VIEW = "lake.public_customers"
 READ_SQL = f"SELECT count(*), sum(score) FROM {VIEW}"
-
-
-def stack_module():
-    """scripts/stack/stack.py (stdlib + requests; importing it starts nothing)."""
-    folder = str(ROOT / "scripts" / "stack")
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    import stack
-
-    return stack
 
 
 def pick_engines(args, default) -> list[str]:

@@ -15,7 +15,9 @@ from datasets import VENV_PYTHON, dataset, generator_hash
 from generate import TOPIC, avro_schema, key_schema, value_schema
 from measure import ROOT, log
 
-from .common import ENGINES_DIR, VIEW, land_snapshot, pick_engines, ratio_of, stack_module
+import stack
+
+from .common import ENGINES_DIR, VIEW, land_snapshot, pick_engines, ratio_of
 
 if TYPE_CHECKING:
     from run import Run
@@ -185,8 +187,7 @@ def scenario_landing_topics(run: Run) -> None:
 def kafka_with_registry(topic: str) -> Iterator[tuple[object, dict]]:
     """The stack's Kafka (started when it is not running, and then stopped at the end) and the tests' schema registry
     with the events' schemas for `topic` (benchmarks/engines/registry.py, ended at the end): (stack, registry)."""
-    stack = stack_module()
-    started = stack._kafka_pid() is None
+    started = stack.component("kafka").pid() is None
     if started:
         log(f"starting the stack's Kafka ({stack.KAFKA_BOOTSTRAP})")
         stack.up(components=["kafka"])

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 from datasets import dataset
 from measure import log
 
-from .common import land_snapshot, ratio_of, stack_module
+import stack
+
+from .common import land_snapshot, ratio_of
 
 if TYPE_CHECKING:
     from run import Run
@@ -21,8 +23,7 @@ if TYPE_CHECKING:
 def postgres_database(name: str) -> Iterator[tuple[object, dict[str, str]]]:
     """The stack's PostgreSQL (started when it is not running, and then stopped at the end) with a database `name`
     made for the run and dropped after it: (stack, the JDBC options of its table public.customers)."""
-    stack = stack_module()
-    started = stack._pg_pid() is None
+    started = stack.component("postgres").pid() is None
     if started:
         log("starting the stack's PostgreSQL")
         stack.up(components=["postgres"])

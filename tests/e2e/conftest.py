@@ -1,12 +1,12 @@
 """Fixtures for the end-to-end tests (Kafka + Debezium + PostgreSQL + MariaDB + the Hive metastore).
 
-``stack``: the scripts/stack/stack.py module, with the stack up for the whole
+``stack``: the stack package (``stack/`` at the project's root), with the stack up for the whole
 session (at the end, what this fixture started is stopped, unless
 LAKECOMPACT_KEEP_STACK=1; what already ran when the session began stays up). Skips when
 scripts/stack/install.sh has not run, or fails then if
 LAKECOMPACT_E2E_REQUIRED=1.
 
-``st``: the stack module with its S3 server and Spark cluster up (`stack.py up s3 cluster`), for a module;
+``st``: the stack package with its S3 server and Spark cluster up (`stack.py up s3 cluster`), for a module;
 what it started is stopped after the module (unless LAKECOMPACT_KEEP_STACK=1). Skips when the s3 jars are not
 installed, or fails then if LAKECOMPACT_E2E_REQUIRED=1.
 
@@ -17,29 +17,16 @@ Spark's Kafka source (and Avro) jars from .stack/jars.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-STACK_PY = Path(__file__).resolve().parents[2] / "scripts" / "stack" / "stack.py"
+import stack as stack_package  # the fixtures below are named `stack` and `st`
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "e2e: end-to-end tests with Kafka, Debezium, PostgreSQL and MariaDB")
-
-
-def load_stack_module():
-    """scripts/stack/stack.py as the module ``lakecompact_stack``."""
-    mod = sys.modules.get("lakecompact_stack")
-    if mod is None:
-        spec = importlib.util.spec_from_file_location("lakecompact_stack", STACK_PY)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["lakecompact_stack"] = mod
-        spec.loader.exec_module(mod)
-    return mod
 
 
 def shared_components(stack) -> list[str]:
@@ -78,7 +65,7 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session")
 def stack():
-    st = load_stack_module()
+    st = stack_package
     missing = st.missing_install()
     if missing:
         msg = "e2e stack not installed (missing: " + ", ".join(missing) + "): run scripts/stack/install.sh"
@@ -100,7 +87,7 @@ def stack():
 
 @pytest.fixture(scope="module")
 def st():
-    stack = load_stack_module()
+    stack = stack_package
     missing = missing_s3_jars(stack)
     if missing:
         message = "s3 jars not installed (missing: " + ", ".join(missing) + "): run scripts/stack/install.sh"

@@ -168,7 +168,7 @@ def run_history(history: History, session) -> None:
         history.facts["apps at once"] = together
         history.facts["executors"] = {name: cluster.executors_of(stack, cluster.application_of(job))
                                       for name, job in both.items()}
-        history.facts["alive workers"] = sorted(stack._alive_worker_ports())
+        history.facts["alive workers"] = sorted(stack.alive_worker_ports())
         history.compare("after land and two compactors at once, a worker killed")
 
         # -- 2. a second compactor of a held table; a compactor's driver killed, and its rerun ---------------

@@ -28,7 +28,7 @@ RUN = uuid.uuid4().hex[:10]  # this run's prefix in the bucket
 # ----------------------------------------------------------------------------------------------------------
 LOCAL_SESSION = """\
 import json, sys
-sys.path.insert(0, {stack_dir!r})
+sys.path.insert(0, {root!r})  # the project root: the stack package
 import stack
 from pyspark.sql import SparkSession
 
@@ -63,7 +63,7 @@ def test_conditional_create_through_s3a_in_pyspark(st, tmp_path):
     key = f"{RUN}/s3a/marker.txt"
     url = f"s3a://{st.S3_BUCKET}/{key}"
     script = tmp_path / "session.py"
-    script.write_text(LOCAL_SESSION.format(stack_dir=str(Path(st.__file__).parent)))
+    script.write_text(LOCAL_SESSION.format(root=str(Path(st.__file__).parents[1])))
     conf = s3a_conf(st)
     run = subprocess.run([sys.executable, str(script), url, json.dumps(conf)], check=False, capture_output=True, text=True,
                          env=spark_env(), cwd=tmp_path, timeout=300)
@@ -206,4 +206,4 @@ def test_job_survives_a_killed_worker(st, tmp_path):
     assert result["executors"] == 1  # only worker 2's executor was left
     driver_log = stderr.read_text()
     assert "Lost executor" in driver_log or "ExecutorLostFailure" in driver_log  # the kill hit running tasks
-    assert sorted(st._alive_worker_ports()) == [st.SPARK_WORKER_PORT, st.SPARK_WORKER_PORT + 1]
+    assert sorted(st.alive_worker_ports()) == [st.SPARK_WORKER_PORT, st.SPARK_WORKER_PORT + 1]

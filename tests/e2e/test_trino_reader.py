@@ -52,16 +52,16 @@ def test_trino_reads_the_trino_view_as_spark_reads_its_own(stack, tmp_path):
         statements = [text.strip() for text in printed.stdout.split(";\n") if text.strip()]
         assert [s.splitlines()[0] for s in statements] == [f"CREATE OR REPLACE VIEW {views}.{name} AS"
                                                            for name in (TABLE, f"{TABLE}_history")]
-        stack.trino(f"CREATE SCHEMA IF NOT EXISTS {views}")
+        stack.trino_query(f"CREATE SCHEMA IF NOT EXISTS {views}")
         for statement in statements:
-            stack.trino(statement)
+            stack.trino_query(statement)
 
         query = "SELECT id, note, qty FROM {} ORDER BY id"
         model = expected_view(source.model)
-        [[pending]] = [list(r.values()) for r in stack.trino(f"SELECT count(*) FROM {database}.{TABLE}_increments")]
+        [[pending]] = [list(r.values()) for r in stack.trino_query(f"SELECT count(*) FROM {database}.{TABLE}_increments")]
         assert pending > 0  # Trino resolves pending increments on the base, not only the base
         for moment in ("increments pending on base v1", "everything compacted"):
-            via_trino = stack.trino(query.format(f"{views}.{TABLE}"))
+            via_trino = stack.trino_query(query.format(f"{views}.{TABLE}"))
             via_spark = [json.loads(line) for line in sql_lines(config, query.format(f"{database}.{TABLE}"))]
             assert len({row["id"] for row in via_trino}) == len(via_trino), moment  # each key once
             assert {row["id"]: row for row in via_trino} == model, moment
@@ -70,9 +70,9 @@ def test_trino_reads_the_trino_view_as_spark_reads_its_own(stack, tmp_path):
             assert command(config, "compact").returncode == 0
         manifest = tmp_path / "warehouse" / database / TABLE / "_state" / "manifests" / f"{2:012d}.json"
         assert json.loads(manifest.read_text())["stats"]["deltas_written"]  # the compacted moment read deltas
-        stack.trino(f"DROP VIEW {views}.{TABLE}")
-        stack.trino(f"DROP VIEW {views}.{TABLE}_history")
-        stack.trino(f"DROP SCHEMA {views}")
+        stack.trino_query(f"DROP VIEW {views}.{TABLE}")
+        stack.trino_query(f"DROP VIEW {views}.{TABLE}_history")
+        stack.trino_query(f"DROP SCHEMA {views}")
     finally:
         if started:
             stack.down(["trino"])
@@ -89,7 +89,7 @@ def check_history(stack, config, trino_history: str, spark_history: str, model: 
     in_spark = ", ".join(columns).format(f="unix_micros(__valid_from) AS valid_from",
                                          t="unix_micros(__valid_to) AS valid_to")
     order = " ORDER BY id, position"
-    via_trino = stack.trino(f"SELECT {in_trino} FROM {trino_history}{order}")
+    via_trino = stack.trino_query(f"SELECT {in_trino} FROM {trino_history}{order}")
     via_spark = [json.loads(line) for line in sql_lines(config, f"SELECT {in_spark} FROM {spark_history}{order}")]
     assert len(via_trino) > len({row["id"] for row in via_trino}) > 0  # keys with more than one version
     assert via_trino == [{**row, "valid_to": row.get("valid_to"), "note": row.get("note"),
@@ -98,7 +98,7 @@ def check_history(stack, config, trino_history: str, spark_history: str, model: 
     for position in positions[::7] + [positions[-1]]:
         moment = datetime.fromtimestamp((SOURCE_EPOCH_MS + position) / 1000, UTC)
         literal = f"TIMESTAMP '{moment:%Y-%m-%d %H:%M:%S.%f} UTC'"
-        as_of = stack.trino(f"SELECT id, note, qty FROM {trino_history} WHERE __valid_from <= {literal} AND "
+        as_of = stack.trino_query(f"SELECT id, note, qty FROM {trino_history} WHERE __valid_from <= {literal} AND "
                             f"(__valid_to IS NULL OR {literal} < __valid_to) ORDER BY id")
         expected = expected_view([event for event in model if event["position"] <= position])
         assert {row["id"]: row for row in as_of} == expected, position

@@ -23,14 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import lakecompact
-from tests.e2e.conftest import load_stack_module
+from stack.processes import cmdline as _cmdline  # the stack's own /proc readers
+from stack.processes import descendants as _descendants
 from tests.e2e.support.columns import Column, Table, canonical
 from tests.e2e.support.common import say
 from tests.e2e.support.comparison import Comparison, compare_rows
 from tests.e2e.support.sources import SourceDb
-
-_stack = load_stack_module()
-_cmdline, _descendants = _stack._cmdline, _stack.descendants  # the stack's own /proc readers
 
 MAIN = Path(lakecompact.__file__).resolve().parent / "__main__.py"  # the entry point spark-submit runs
 # short-lived JVMs on two cores: C2's compilations would take a core from the tasks (docs/configuration.md "Spark and JVM settings": what
@@ -41,8 +39,8 @@ _TAKEN_OVER = re.compile(r"^warning: (\S+) was left by a process that is gone \(
 
 # -- the metastore ---------------------------------------------------------------------------------------------
 def _metastore_reads_s3(stack) -> bool:
-    pid = stack._metastore_pid()
-    return bool(pid) and "hadoop-aws" in stack._cmdline(pid)
+    pid = stack.component("metastore").pid()
+    return bool(pid) and "hadoop-aws" in stack.cmdline(pid)
 
 
 @contextmanager
@@ -417,7 +415,7 @@ def worker_runs_tasks(stack, n: int, app: str) -> bool:
 
 
 def running_apps(stack) -> list[dict]:
-    return stack._cluster_state().get("activeapps", [])
+    return stack.cluster_state().get("activeapps", [])
 
 
 def executors_of(stack, app: str) -> list[tuple[int, str]]:
