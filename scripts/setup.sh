@@ -24,7 +24,7 @@ installed_here() {
   # from / so that the checkout's own folder on sys.path does not count as installed
   (cd / && "$PYTHON" - "$ROOT" <<'PY' 2>/dev/null
 import sys, pathlib
-import lakecompact, pyspark, sqlglot, jinja2, avro, requests, pytest, xdist, hypothesis, prometheus_client, matplotlib  # noqa: F401
+import lakecompact, pyspark, sqlglot, jinja2, avro, requests, pytest, xdist, hypothesis, prometheus_client, matplotlib, botocore  # noqa: F401
 import setuptools.command.bdist_wheel  # noqa: F401  (setuptools >= 70.1: the tests build the wheel)
 sys.exit(0 if pathlib.Path(list(lakecompact.__path__)[0]).resolve().is_relative_to(pathlib.Path(sys.argv[1]).resolve()) else 1)
 PY
