@@ -50,6 +50,17 @@ def decode_events(
                                 parsed=True, avro=True)
 
 
+def as_written(raw: DataFrame, topic: str, schema_id: int) -> DataFrame:
+    """decode.as_written of a topic whose values are Avro of one schema id: an event fits when its value starts
+    with the 5 bytes of Confluent's header of that id, and its key is null or Avro (the careful way reads neither
+    key's schema: its group is that of the id alone). The value is not read here: `decode_events` decodes it from
+    its bytes, once, as the careful way does, and one that does not decode gets the same reason."""
+    header = b"\x00" + schema_id.to_bytes(4, "big")
+    of_topic = decode.event_of(topic)
+    fits = of_topic & (F.substring("__value_bytes", 1, len(header)) == F.lit(header)) & decode.key_null_or_avro()
+    return raw.select(*raw.columns, *decode.flags(fits, of_topic))
+
+
 def parsed(events: DataFrame, reader_schema: str, shape: decode.MessageShape, table: TableSchema) -> DataFrame:
     """The events with the value as `m`, the JSON path's wire struct in Avro's representation, and `k` (null: an
     Avro key is not read, the key columns come from the value)."""

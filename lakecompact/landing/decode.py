@@ -95,8 +95,9 @@ def schemas_as_written(raw: DataFrame) -> dict[str, str]:
     """Per topic, the text of a schema that values in Connect's form start with, among the first SAMPLE_LINES
     lines: a whole JSON object, so that a value starting with `{"schema":` + it + `,"payload":` has that schema.
     `raw` needs only the topic and the value (`payload`)."""
-    if "key" not in raw.columns:
-        raw = raw.withColumn("key", F.lit(None).cast("string"))
+    for name, kind in (("key", "string"), ("__value_bytes", "binary")):
+        if name not in raw.columns:
+            raw = raw.withColumn(name, F.lit(None).cast(kind))
     return as_written_samples(head(raw)).values
 
 
@@ -112,14 +113,16 @@ class Samples:
     values: dict[str, str]  # the value schema's text as written (`schemas_as_written`)
     keys: dict[str, str | None]  # the key schema's text as written; None: the keys are null
     plain: frozenset[str]  # topics whose values are envelopes without a schema, their keys without one too
+    avro: dict[str, int]  # per topic whose values are Avro of one schema id, their keys null or Avro: that id
 
 
 def as_written_samples(raw: DataFrame) -> Samples:
     """From the first lines (`head`; of each topic, the input's own), in one job: per topic, the schema text values start with
     (`schemas_as_written`); per topic whose keys there are all null or all in Connect's form, the key schema's
-    text (the first whole object in text order), or None when they are all null (a keyless topic); and the topics
+    text (the first whole object in text order), or None when they are all null (a keyless topic); the topics
     whose values there are all Debezium envelopes without a schema (Connect JSON with `schemas.enable=false`),
-    their keys null or without one. A few distinct texts reach the driver, not rows."""
+    their keys null or without one; and per topic whose values there are all Avro of one schema id (Confluent's
+    wire format), their keys null or Avro, that id. A few distinct texts reach the driver, not rows."""
     head = raw.where(F.col("__kafka_topic").isNotNull())
 
     def text(column: str) -> Column:
@@ -132,7 +135,9 @@ def as_written_samples(raw: DataFrame) -> Samples:
     rows = head.select(F.col("__kafka_topic").alias("topic"), text("payload").alias("value"),
                        F.col("key").isNull().alias("null_key"), text("key").alias("key"),
                        plain("payload").alias("plain_value"), plain("key").alias("plain_key"),
-                       F.col("payload").isNull().alias("tombstone")).distinct().collect()
+                       F.col("payload").isNull().alias("tombstone"),
+                       F.when(_avro_value(), _schema_id().cast("bigint")).alias("avro_id"),
+                       key_null_or_avro().alias("avro_key")).distinct().collect()
     values: dict[str, str] = {}
     for row in sorted(rows, key=lambda r: (r.topic, r.value or "")):
         if row.topic not in values and _whole_object(row.value):
@@ -149,7 +154,18 @@ def as_written_samples(raw: DataFrame) -> Samples:
         with_values = [row for row in of_topic if not row.tombstone]
         if with_values and all(_plain_envelope(row) for row in with_values):
             plains.add(topic)
-    return Samples(values, keys, frozenset(plains))
+    return Samples(values, keys, frozenset(plains), _avro_ids(rows))
+
+
+def _avro_ids(rows: list[Row]) -> dict[str, int]:
+    """Per topic whose sampled values are all Avro of one schema id and its keys all null or Avro: that id."""
+    ids = {}
+    for topic in sorted({row.topic for row in rows}):
+        of_topic = [row for row in rows if row.topic == topic]
+        seen = {row.avro_id for row in of_topic if not row.tombstone}
+        if len(seen) == 1 and None not in seen and all(row.avro_key for row in of_topic):
+            ids[topic] = seen.pop()
+    return ids
 
 
 def _plain_envelope(row: Row) -> bool:
@@ -178,7 +194,6 @@ def split_message(raw: DataFrame, known: dict[str, str] | None = None) -> DataFr
     # Each message is parsed once, in a projection of its own: every column below reads the parse, and Spark
     # keeps a projection apart when folding it in would evaluate an expensive expression more than once (inside
     # CASE WHEN branches it would parse the value up to three times).
-    value_bytes = F.col("__value_bytes")
     as_written = F.lit(False)
     if known:
         prefixes = F.create_map(*[part for topic, text in sorted(known.items())
@@ -186,8 +201,8 @@ def split_message(raw: DataFrame, known: dict[str, str] | None = None) -> DataFr
         as_written = F.coalesce(F.startswith("payload", prefixes[F.col("__kafka_topic")]), F.lit(False))
     # Confluent wire format: magic byte 0, a 4-byte schema id, then Avro binary. Such a value or key is never
     # JSON, and a JSON parse that fails costs more than one that succeeds: it is not parsed as JSON at all.
-    avro_value = value_bytes.isNotNull() & (F.length(value_bytes) >= 5) & (F.hex(value_bytes.substr(1, 1)) == "00")
-    avro_key = F.coalesce(F.startswith("key", F.lit("\u0000")), F.lit(False))
+    avro_value = _avro_value()
+    avro_key = _avro_key()
     value = F.when(avro_value, F.lit(None).cast(_WRAPPER)).when(as_written, F.struct(
         F.lit(None).cast("string").alias("schema"),
         F.from_json("payload", _PAYLOAD_ONLY, _WRAPPER_OPTIONS)["payload"].alias("payload"),
@@ -213,7 +228,7 @@ def split_message(raw: DataFrame, known: dict[str, str] | None = None) -> DataFr
     value_wrapped = with_schema | _wrapper_keys("__value_keys")
     key_wrapped = key_with_schema | _wrapper_keys("__key_keys")
     value_schema = F.when(~avro & value_wrapped, F.col("__value.schema"))
-    schema_id = F.conv(F.hex(value_bytes.substr(2, 4)), 16, 10)
+    schema_id = _schema_id()
     return parsed.select(
         *raw.columns,
         F.col("payload").isNotNull().alias("__has_value"),  # a Kafka tombstone has none
@@ -236,13 +251,26 @@ def split_message(raw: DataFrame, known: dict[str, str] | None = None) -> DataFr
 class Written:
     """A topic whose values (and keys) are expected in the form its first lines show: the schema texts as written
     (`as_written_samples`; key None: the topic's keys are null) and the value's shape; or, `plain`, envelopes
-    without a schema, read with the table's own (its keys JSON without one, or null)."""
+    without a schema, read with the table's own (its keys JSON without one, or null); or, `avro_id`, Avro values
+    of that schema id in Confluent's wire format (`avro_values.as_written`), their keys null or Avro."""
 
     topic: str
     value_schema: str | None
     key_schema: str | None
     shape: MessageShape
     plain: bool = False
+    avro_id: int | None = None
+
+    @property
+    def schema_hash(self) -> str | None:
+        """The `value_schema_hash` of the careful way's group of these events (`split_message`) when it names
+        their schema: an Avro schema id's; None for JSON."""
+        return None if self.avro_id is None else avro_schema_hash(self.avro_id)
+
+
+def avro_schema_hash(schema_id: int) -> str:
+    """The `value_schema_hash` of Avro values of a schema id (`split_message`)."""
+    return f"{AVRO_PREFIX}{schema_id}"
 
 
 def as_written(raw: DataFrame, written: Written, fields: list[Field], key_wire: list[tuple[str, str]]) -> DataFrame:
@@ -253,7 +281,7 @@ def as_written(raw: DataFrame, written: Written, fields: list[Field], key_wire: 
     A plain value fits when it parses whole with neither of Connect's wrapper keys and has an op; its key, when
     it has one, likewise."""
     options = {**_WRAPPER_OPTIONS, **_WHOLE}
-    of_topic = F.col("__line_reason").isNull() & F.coalesce(F.col("__kafka_topic") == written.topic, F.lit(False))
+    of_topic = event_of(written.topic)
     if written.plain:
         # parsed as the careful way parses a value without a schema (`_parse`): control characters not allowed
         probes = tuple((name, "STRING") for name in sorted(_WRAPPER_KEYS))
@@ -285,14 +313,19 @@ def as_written(raw: DataFrame, written: Written, fields: list[Field], key_wire: 
         key_whole = (F.col("__k.__corrupt").isNull() if key_wire and written.key_schema is not None
                      else F.lit(True))
         fits = F.col("__candidate") & F.col("__v.payload").isNotNull() & F.col("__v.__corrupt").isNull() & key_whole
-    return parsed.select(
-        *raw.columns,
-        F.coalesce(fits, F.lit(False)).alias("__fits"),
-        (F.col("__of_topic") & F.col("payload").isNull()).alias("__tombstone"),
-        F.col("__of_topic"),
-        "m",
-        "k",
-    )
+    return parsed.select(*raw.columns, *flags(fits, F.col("__of_topic")), "m", "k")
+
+
+def event_of(topic: str) -> Column:
+    """A line that is an event of `topic`."""
+    return F.col("__line_reason").isNull() & F.coalesce(F.col("__kafka_topic") == topic, F.lit(False))
+
+
+def flags(fits: Column, of_topic: Column) -> list[Column]:
+    """What a one-pass scan counts by (`as_written`): `__fits`, `__tombstone` (a Kafka tombstone of the topic)
+    and `__of_topic`."""
+    return [F.coalesce(fits, F.lit(False)).alias("__fits"),
+            (of_topic & F.col("payload").isNull()).alias("__tombstone"), of_topic.alias("__of_topic")]
 
 
 # what only the quarantine reads of a split message: the texts as they came and where each came from
@@ -307,6 +340,26 @@ def without_texts(messages: DataFrame) -> DataFrame:
     kept = {name: F.lit(None).cast("string") for name in _AS_CAME}
     kept["__value_bytes"] = F.when(avro, F.col("__value_bytes"))
     return messages.select(*[kept.get(name, F.col(name)).alias(name) for name in messages.columns])
+
+
+def _avro_value() -> Column:
+    """A value in Confluent's wire format: the magic byte 0 and a 4-byte schema id (then the Avro binary)."""
+    value_bytes = F.col("__value_bytes")
+    return value_bytes.isNotNull() & (F.length(value_bytes) >= 5) & (F.hex(value_bytes.substr(1, 1)) == "00")
+
+
+def _avro_key() -> Column:
+    return F.coalesce(F.startswith("key", F.lit("\u0000")), F.lit(False))
+
+
+def key_null_or_avro() -> Column:
+    """A key that gives its event's group no key schema: none, or Avro's (which is not read)."""
+    return F.col("key").isNull() | _avro_key()
+
+
+def _schema_id() -> Column:
+    """The schema id of an Avro value (`_avro_value`), as decimal digits."""
+    return F.conv(F.hex(F.col("__value_bytes").substr(2, 4)), 16, 10)
 
 
 def _wrapper_keys(keys: str) -> Column:

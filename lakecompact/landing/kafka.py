@@ -238,7 +238,11 @@ def read(spark: SparkSession, source: SourceConfig, ranges: dict[str, dict[str, 
     )
     for key, value in source.kafka_options.items():
         reader = reader.option(key if key.startswith("kafka.") else f"kafka.{key}", value)
-    frame = reader.load()
+    return raw_events(reader.load())
+
+
+def raw_events(frame: DataFrame) -> DataFrame:
+    """Kafka's records (Spark's Kafka source: topic, partition, offset, key and value as bytes) as raw events."""
     return frame.select(
         F.col("topic").alias("__kafka_topic"),
         F.col("partition").alias("__kafka_partition"),

@@ -27,7 +27,7 @@ from lakecompact.lake.catalog import UNPLACED, Catalog
 from lakecompact.lake.model import TableSchema
 from lakecompact.lake.storage import VersionedState, exclusive_lock, folder_stats
 from lakecompact.lake.view_definition import refresh_view
-from lakecompact.landing import decode, files
+from lakecompact.landing import avro_values, decode, files
 from lakecompact.landing.increments import (
     QUARANTINE_SCHEMA,
     IncrementWriter,
@@ -105,12 +105,17 @@ class OnePass:
     schema: TableSchema
     placeholder: str
     landed_at: str
+    decoder: Callable[[DataFrame], DataFrame]  # the careful way's, of the events' group (TopicSchemas.decoder)
 
     def flagged(self, raw: DataFrame) -> DataFrame:
+        if self.written.avro_id is not None:
+            return avro_values.as_written(raw, self.written.topic, self.written.avro_id)
         fields = list(self.written.shape.fields) or list(self.schema.fields)
         return decode.as_written(raw, self.written, fields, decode.decode_key_wire(self.written.shape, self.schema))
 
     def decoded(self, flagged: DataFrame) -> DataFrame:
+        if self.written.avro_id is not None:  # decoded from the value's bytes, as the careful way decodes them
+            return self.decoder(flagged)
         return decode.decode_events(flagged, self.written.shape, self.schema, self.placeholder, self.landed_at,
                                     parsed=True)
 
@@ -400,7 +405,7 @@ class Landing:
         committed here: it lands whole the careful way, so that each table has one increment a batch. Returns, per
         topic landed, how its increment is committed (written, not yet committed), and the lines left for the
         careful way (None: not counted, all of them)."""
-        topics = sorted({*samples.values, *samples.plain})
+        topics = sorted({*samples.values, *samples.plain, *samples.avro})
         if intent.requeue is not None or not topics:
             return {}, None
         self._prepare()
@@ -454,35 +459,40 @@ class Landing:
     def _one_pass_plan(self, topic: str, samples: decode.Samples, intent: LandIntent) -> OnePass | None:
         """How `topic`'s events in the form its first lines show land in one scan, its table made or evolved for
         their schema; None when they cannot (no key form known, deletes that come as tombstones alone, a schema
-        the table cannot take, a rerun's increment already written whole, envelopes without a schema of a table
-        not made yet): they land the careful way."""
+        the table cannot take or the registry does not give, a rerun's increment already written whole, envelopes
+        without a schema of a table not made yet): they land the careful way."""
         table = table_for_topic(topic, self.config)
         location = self.catalog.paths(table).increment(intent.hour, intent.batch)
         if self.storage.exists(folder_stats(location)):
             return None
-        if topic in samples.values:
-            written = self.schemas.written_with_schema(topic, samples)
-        else:
-            written = decode.Written(topic, None, None, decode.MessageShape("envelope"), plain=True)
+        written = self._written(topic, samples)
         if written is None:
             return None
         schema = self.catalog.schema(table)
         if written.plain and (schema is None or {"schema", "payload"} & set(schema.key)):
             return None  # no schema to read the values with, or a key column the form's probes would shadow
-        group = Row(topic=topic, value_schema_hash=None, value_schema=written.value_schema,
+        group = Row(topic=topic, value_schema_hash=written.schema_hash, value_schema=written.value_schema,
                     key_schema=written.key_schema, key_sample=None, value_sample=None, events=0, values=0)
         shaped = GroupShape(group, written.shape)
         if schema is None:
-            if written.key_schema is None and self.config.table(table).key is None:
-                return None  # a new table's key comes from the key schema
+            if written.key_schema is None and written.avro_id is None and self.config.table(table).key is None:
+                return None  # a new table's key comes from the key schema (Avro's: from the registry)
             schema = self.schemas.create_table(table, topic, [shaped])
         outcome = self.schemas.decoder(schema, shaped, intent.landed_at)
         if isinstance(outcome, str):
             return None
-        schema, _ = outcome
+        schema, decoder = outcome
         self.schemas.unplaced_deletes(topic, table, [shaped], lambda: None)  # records that its deletes come as rows
         return OnePass(written, table, location, schema, self.config.table(table).toast_placeholder,
-                       intent.landed_at)
+                       intent.landed_at, decoder)
+
+    def _written(self, topic: str, samples: decode.Samples) -> decode.Written | None:
+        """The form the first lines show of `topic`'s events, when it is one that can land in one pass."""
+        if topic in samples.values:
+            return self.schemas.written_with_schema(topic, samples)
+        if topic in samples.avro:
+            return self.schemas.written_as_avro(topic, samples.avro[topic])
+        return decode.Written(topic, None, None, decode.MessageShape("envelope"), plain=True)
 
     def _land_careful(self, intent: LandIntent, read: DataFrame, unnumbered: list[files.FileRange],
                       came: Callable[[], DataFrame], known: dict[str, str], report: LandReport,

@@ -200,6 +200,24 @@ class TopicSchemas:
             shape = decode.shape_of(json.loads(samples.values[topic]), [], topic)
         except SchemaError:
             return None
-        if not shape.fields or not (shape.kind == "envelope" or (shape.kind == "flat" and shape.delete_marker)):
+        if not _rows_with_deletes(shape):
             return None
         return decode.Written(topic, samples.values[topic], samples.keys[topic], shape)
+
+    def written_as_avro(self, topic: str, schema_id: int) -> decode.Written | None:
+        """The form of a topic whose values are Avro of one schema id, when the registry gives its schema and its
+        values are rows whose deletes come as rows; None otherwise (the careful way quarantines what it must, with
+        the reason)."""
+        try:
+            schema = self._value_schema(Row(value_schema_hash=decode.avro_schema_hash(schema_id)))
+            shape = decode.shape_of(schema, [], topic)
+        except (SchemaError, RegistryError):
+            return None
+        if not _rows_with_deletes(shape):
+            return None
+        return decode.Written(topic, None, None, shape, avro_id=schema_id)
+
+
+def _rows_with_deletes(shape: MessageShape) -> bool:
+    """Values that are table rows whose deletes come as rows: envelopes, or flattened rows with a delete marker."""
+    return bool(shape.fields) and (shape.kind == "envelope" or (shape.kind == "flat" and bool(shape.delete_marker)))

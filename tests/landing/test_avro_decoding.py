@@ -159,15 +159,7 @@ def _raw(spark, lines: list[tuple[str | None, str | bytes | None]], topic: str):
 
 def _as_avro(schema: dict, key_schema: dict, lines: list[dict]) -> list[tuple[bytes | None, bytes]]:
     """The same messages as AvroConverter writes them."""
-    value_avro = avro_support.avro_type(schema, set())
-    key_avro = avro_support.avro_type(key_schema, set())
-    out = []
-    for line in lines:
-        payload = json.loads(line["payload"])["payload"]
-        key = json.loads(line["key"])["payload"] if line["key"] else None
-        out.append((key and avro_support.encode(KEY_ID, key_avro, avro_support.datum(key_schema, key)),
-                    avro_support.encode(VALUE_ID, value_avro, avro_support.datum(schema, payload))))
-    return out
+    return avro_support.converted(schema, key_schema, lines, VALUE_ID, KEY_ID)
 
 
 def _landed(spark, schema: dict, key_schema: dict, lines: list[dict], topic: str, key: tuple[str, ...]):

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from lakecompact.landing import decode
-from lakecompact.landing.land import Landing
 from tests.support.debezium import INT, TEXT, Topic
 from tests.support.lake import quarantined
 
@@ -22,19 +19,6 @@ def _known_table(lake) -> Topic:
     lake.write([Topic("pg.public.items", COLUMNS, ["id"]).event("c", {"id": 0, "name": "seed"}, 10)])
     assert lake.land().rows_out == {TABLE: 1}
     return Topic("pg.public.items", COLUMNS, ["id"], with_schema=False, next_offset=1)
-
-
-@pytest.fixture
-def careful_calls(monkeypatch) -> list[str]:
-    calls: list[str] = []
-    careful = Landing._land_careful
-
-    def spied(self, *args, **kwargs):
-        calls.append("careful")
-        return careful(self, *args, **kwargs)
-
-    monkeypatch.setattr(Landing, "_land_careful", spied)
-    return calls
 
 
 def test_envelopes_without_a_schema_of_a_known_table_land_in_one_pass(lake, careful_calls):
