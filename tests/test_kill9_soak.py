@@ -14,7 +14,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,7 +21,7 @@ import pytest
 
 from lakecompact.crashpoints import STEPS
 from tests.semantics.reference import expected_view
-from tests.support.cli import ROOT, killed, process_env
+from tests.support.cli import killed, start
 from tests.support.databases import database_name, lake_config
 from tests.support.layout import archived_batches, batch_folders, unconsumed_batches
 from tests.support.source import Source, deliver
@@ -34,7 +33,7 @@ LAND_STEPS = ("intent", "increments-written", "partitions-added", "offsets-recor
 COMPACT_STEPS = tuple(s for s in STEPS if s not in LAND_STEPS)
 
 
-class Lake:
+class SoakLake:
     """One lake on the suite's metastore (the stack's thrift service in CI, else each process's embedded one)."""
 
     def __init__(self, tmp_path: Path, metastore_uri: str, seed: int):
@@ -49,9 +48,7 @@ class Lake:
         self.rounds = 0
 
     def start(self, *args: str, kill_at: str | None = None) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "lakecompact", "--config", str(self.config), *args],
-                                cwd=ROOT, env=process_env(kill_at), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)  # its own process group: the JVM dies with it
+        return start(self.config, *args, kill_at=kill_at, own_group=True)  # the JVM dies with it
 
     def run(self, *args: str, kill_at: str | None = None, kill_after: float | None = None) -> subprocess.CompletedProcess:
         process = self.start(*args, kill_at=kill_at)
@@ -132,7 +129,7 @@ def _bury(group: int) -> None:
 
 
 def test_a_kill_at_every_step_then_the_same_command_is_exact(tmp_path, metastore_uri):
-    lake = Lake(tmp_path, metastore_uri, seed=9)
+    lake = SoakLake(tmp_path, metastore_uri, seed=9)
     batches = 0
     for step in STEPS:
         lake.deliver_round()
@@ -151,7 +148,7 @@ def test_a_kill_at_every_step_then_the_same_command_is_exact(tmp_path, metastore
 
 
 def test_twenty_random_kills_in_one_history_end_exact(tmp_path, metastore_uri):
-    lake = Lake(tmp_path, metastore_uri, seed=20)
+    lake = SoakLake(tmp_path, metastore_uri, seed=20)
     rng = lake.rng
     kills = 0
     while kills < 20:

@@ -14,7 +14,6 @@ import json
 import subprocess
 import sys
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -28,8 +27,6 @@ RUN = uuid.uuid4().hex[:10]  # this run's prefix in the bucket
 # ----------------------------------------------------------------------------------------------------------
 LOCAL_SESSION = """\
 import json, sys
-sys.path.insert(0, {root!r})  # the project root: the stack package
-import stack
 from pyspark.sql import SparkSession
 
 builder = SparkSession.builder.master("local[1]").appName("s3-conditional-create")
@@ -46,7 +43,7 @@ def create(text):
     out.write(bytearray(text.encode()))
     out.close()  # the PUT, with If-None-Match: *
 
-result = {{"capability": fs.hasPathCapability(path, CONDITIONAL)}}
+result = {"capability": fs.hasPathCapability(path, CONDITIONAL)}
 create("first")
 result["read"] = [row.value for row in spark.read.text(sys.argv[1]).collect()]
 try:
@@ -63,7 +60,7 @@ def test_conditional_create_through_s3a_in_pyspark(st, tmp_path):
     key = f"{RUN}/s3a/marker.txt"
     url = f"s3a://{st.S3_BUCKET}/{key}"
     script = tmp_path / "session.py"
-    script.write_text(LOCAL_SESSION.format(root=str(Path(st.__file__).parents[1])))
+    script.write_text(LOCAL_SESSION)
     conf = s3a_conf(st)
     run = subprocess.run([sys.executable, str(script), url, json.dumps(conf)], check=False, capture_output=True, text=True,
                          env=spark_env(), cwd=tmp_path, timeout=300)

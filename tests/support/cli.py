@@ -39,10 +39,17 @@ def killed(result: subprocess.CompletedProcess) -> bool:
     return result.returncode == -signal.SIGKILL
 
 
+def start(config: Path, *args: str, kill_at: str | None = None, own_group: bool = False) -> subprocess.Popen:
+    """A `lakecompact` process, started (its output piped); `own_group`: in a process group of its own, so that
+    the JVM it starts can be killed with it."""
+    return subprocess.Popen([sys.executable, "-m", "lakecompact", "--config", str(config), *args], cwd=ROOT,
+                            env=process_env(kill_at), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=own_group)
+
+
 def start_run(config: Path, kill_at: str | None = None) -> subprocess.Popen:
     """A `lakecompact run` process, started (its output piped)."""
-    return subprocess.Popen([sys.executable, "-m", "lakecompact", "--config", str(config), "run"], cwd=ROOT,
-                            env=process_env(kill_at), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return start(config, "run", kill_at=kill_at)
 
 
 def sql_lines(config: Path, query: str) -> list[str]:
