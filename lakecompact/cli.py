@@ -137,7 +137,7 @@ def _compact(args, context: Context) -> None:
 
 
 def _rollback(args, context: Context) -> None:
-    from lakecompact.compaction.compact import rollback
+    from lakecompact.compaction.rollback import rollback
 
     rollback(context.spark, context.config, args.table.lower(), args.to_version)
 

@@ -12,7 +12,7 @@ from lakecompact.config import Config
 from lakecompact.identifiers import qualified
 from lakecompact.lake.catalog import VERSION_PROPERTY, Catalog
 from lakecompact.lake.manifest import Manifest, Manifests
-from lakecompact.lake.model import CHANGE_PARTITION
+from lakecompact.lake.model import CHANGE_PARTITION, TableSchema
 from lakecompact.lake.partitions import is_delta
 from lakecompact.lake.paths import TablePaths
 from lakecompact.lake.storage import exclusive_lock, is_object_store
@@ -47,6 +47,11 @@ class TableCommit:
         self.increments_table = increments_table(table)
         self.changes_table = changes_table(table)
         self.events_table = events_table(table)
+
+    @classmethod
+    def of_table(cls, catalog: Catalog, config: Config, table: str, schema: TableSchema) -> TableCommit:
+        """The commit steps of `table`, whose schema is `schema`."""
+        return cls(catalog, config, table, 0 if schema.keyless else config.table(table).buckets)
 
     def lock(self) -> AbstractContextManager[None]:
         return exclusive_lock(self.storage, self.paths.compaction_lock, f"table {self.table} is being compacted",

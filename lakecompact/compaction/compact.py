@@ -29,7 +29,6 @@ from lakecompact import crashpoints, sql
 from lakecompact.compaction import changes
 from lakecompact.compaction.archive import first_gone
 from lakecompact.compaction.commit import TableCommit, feed_staging
-from lakecompact.compaction.rollback import roll_back
 from lakecompact.compaction.spread import bucket_spread
 from lakecompact.config import Config
 from lakecompact.errors import LockHeld, MissingIncrement
@@ -57,7 +56,7 @@ from lakecompact.lake.view_definition import refresh_view_as_saved
 from lakecompact.report import say, seconds_since, warn
 from lakecompact.spark import write_counted
 
-__all__ = ["VERSION_PROPERTY", "CompactReport", "Compactor", "compact", "rollback"]
+__all__ = ["VERSION_PROPERTY", "CompactReport", "Compactor", "compact"]
 
 # the change feed's files: a small change writes one, a first compaction's feed (the whole table) is numbered and
 # written in parallel
@@ -124,13 +123,10 @@ class Compactor:
         self.schema = self.catalog.require(table)
         self.table = table
         self.settings = config.table(table)
-        self.commit = TableCommit(self.catalog, config, table, self._bucket_count())
+        self.commit = TableCommit.of_table(self.catalog, config, table, self.schema)
         self.paths: TablePaths = self.commit.paths
         self.manifests: Manifests = self.commit.manifests
         self.increments_table = self.commit.increments_table
-
-    def _bucket_count(self) -> int:
-        return 0 if self.schema.keyless else self.settings.buckets
 
     # -- compaction ------------------------------------------------------------------------------
     def compact(self) -> CompactReport | None:
@@ -286,7 +282,7 @@ class Compactor:
     def _plan(self, current: Manifest, version: int, increments: DataFrame) -> VersionPlan:
         """One pass over the increments: their events per bucket they touch, whether a truncate is among them
         (at most bucket_count small rows reach the driver)."""
-        bucket_count = current.bucket_count if current.buckets else self._bucket_count()
+        bucket_count = current.bucket_count if current.buckets else self.commit.bucket_count
         if not self.schema.keyless and current.buckets and bucket_count != self.settings.buckets:
             warn(f"{self.table}: has {bucket_count} buckets; buckets = {self.settings.buckets} applies to new tables only")
         summary = increments.groupBy(F.when(F.col("__op") != "t", self._bucket(bucket_count, version)).alias("bucket")).agg(
@@ -590,8 +586,3 @@ def compact(
     if not names:
         say("compact: no tables yet; run `lakecompact land` first")
     return reports
-
-
-def rollback(spark: SparkSession, config: Config, table: str, to_version: int | None = None) -> int:
-    """Back one base version, or (`to_version`) back to that version, one version at a time; the version now."""
-    return roll_back(Compactor(spark, config, table).commit, to_version)

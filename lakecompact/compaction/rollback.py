@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import time
 
+from pyspark.sql import SparkSession
+
 from lakecompact.compaction.archive import require_archived
 from lakecompact.compaction.commit import TableCommit
+from lakecompact.config import Config
 from lakecompact.errors import RollbackError
+from lakecompact.lake.catalog import Catalog
 from lakecompact.lake.manifest import Manifest
 from lakecompact.lake.model import CHANGE_PARTITION
 from lakecompact.report import say, seconds_since
@@ -68,3 +72,10 @@ def roll_back(commit: TableCommit, to_version: int | None = None) -> int:
     while current > to_version:
         current = roll_back_one(commit)
     return current
+
+
+def rollback(spark: SparkSession, config: Config, table: str, to_version: int | None = None) -> int:
+    """`lakecompact rollback` of `table`: back one base version, or (`to_version`) back to that version; the version
+    now."""
+    catalog = Catalog(spark, config)
+    return roll_back(TableCommit.of_table(catalog, config, table, catalog.require(table)), to_version)

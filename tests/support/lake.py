@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from lakecompact import config as config_module
-from lakecompact.compaction.compact import compact, rollback
+from lakecompact.compaction.compact import compact
+from lakecompact.compaction.rollback import rollback
 from lakecompact.lake.catalog import Catalog
 from lakecompact.lake.partitions import DELTA_BUCKETS_FROM
 from lakecompact.landing.land import land
