@@ -185,3 +185,19 @@ def lake(spark, tmp_path):
     from tests.support.lake import Lake
 
     return Lake(spark, tmp_path, database_name())
+
+
+@pytest.fixture
+def careful_calls(monkeypatch) -> list[str]:
+    """One entry per time a land took the careful way (`Landing._land_careful`): none, every topic took one pass."""
+    from lakecompact.landing.land import Landing
+
+    calls: list[str] = []
+    careful = Landing._land_careful
+
+    def spied(self, *args, **kwargs):
+        calls.append("careful")
+        return careful(self, *args, **kwargs)
+
+    monkeypatch.setattr(Landing, "_land_careful", spied)
+    return calls

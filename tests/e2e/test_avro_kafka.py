@@ -3,7 +3,8 @@
 A real Confluent-compatible registry cannot be started from the package registries this machine
 reaches (Confluent's is not on Maven Central; Apicurio's runnable app is not either), so the registry
 is tests/support/registry_server.py, which follows the Confluent REST API and is loaded with the
-Avro schema of a real Debezium PostgreSQL envelope. The Kafka broker is real.
+Avro schema of a real Debezium PostgreSQL envelope. The Kafka broker is real. A batch of two schema ids (and a
+message that is no Avro) lands the careful way; a later batch of one id lands in one pass.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def _event(op: str, row: dict | None, lsn: int, before: dict | None = None) -> d
             "op": op, "ts_ms": 1_700_000_000_000 + lsn, "ts_us": None, "ts_ns": None}
 
 
-def test_avro_events_with_two_schema_versions_land_equal(stack, spark, tmp_path):
+def test_avro_events_with_two_schema_versions_land_equal(stack, spark, tmp_path, careful_calls):
     envelope = read_avsc("avro_pg_3x_RECONSTRUCTED_value_envelope.avsc")
     key_schema = read_avsc("avro_pg_3x_RECONSTRUCTED_key.avsc")
     envelope_v2 = _v2(envelope)
@@ -96,8 +97,13 @@ def test_avro_events_with_two_schema_versions_land_equal(stack, spark, tmp_path)
             b"not avro and not json",
         ]
         keys = [_encode(2, key_schema, {"id": i}) for i in (1, 2, 1, 2, 3, 1)] + [None]
-        frame = spark.createDataFrame(list(zip(keys, messages)), "key BINARY, value BINARY")
-        frame.write.format("kafka").option("kafka.bootstrap.servers", stack.KAFKA_BOOTSTRAP).option("topic", TOPIC).save()
+
+        def produce(keys: list[bytes | None], messages: list[bytes]) -> None:
+            frame = spark.createDataFrame(list(zip(keys, messages, strict=True)), "key BINARY, value BINARY")
+            frame.write.format("kafka").option("kafka.bootstrap.servers", stack.KAFKA_BOOTSTRAP) \
+                .option("topic", TOPIC).save()
+
+        produce(keys, messages)
 
         database = database_name()
         config = config_module.from_dict({
@@ -140,3 +146,17 @@ def test_avro_events_with_two_schema_versions_land_equal(stack, spark, tmp_path)
         assert land(spark, config).rows_out == {}  # nothing new: offsets were recorded with the batch
         # the writer schemas were fetched once per id
         assert registry.count(f"/schemas/ids/{v1}") == 1 and registry.count(f"/schemas/ids/{v2}") == 1
+        assert careful_calls == ["careful"]  # two schema ids and a message that is no Avro: the careful way
+
+        # a batch of one schema id lands in one pass from the broker: the header compared, the bytes decoded once
+        produce([_encode(2, key_schema, {"id": i}) for i in (3, 4)],
+                [_encode(v2, envelope_v2, _event("u", row(3, "c2@x", balance=Decimal("1.50"), cash=None), 160)),
+                 _encode(v2, envelope_v2, _event("c", row(4, "d@x", balance=None, cash=Decimal("7.00")), 170))])
+        report = land(spark, config)
+        assert careful_calls == ["careful"]
+        assert (report.rows_out, sum(report.quarantined.values()), report.skipped) == ({"inventory_customers": 2}, 0, 0)
+        assert view() == [expected[0],
+                          {"id": 3, "first_name": "F3", "last_name": "L3", "email": "c2@x", "balance": "1.50",
+                           "cash": None},
+                          {"id": 4, "first_name": "F4", "last_name": "L4", "email": "d@x", "balance": None,
+                           "cash": "7.00"}]
