@@ -47,6 +47,8 @@ DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 # (--add-modules=jdk.incubator.vector, for MLlib's vector BLAS, which lakecompact does not use); no JVM option
 # silences it, so it is taken out of the JVM's stderr (_launch_jvm)
 INCUBATOR_WARNING = b"WARNING: Using incubator modules: jdk.incubator.vector\n"
+# a one-shot command's JIT (_local_master_conf): C1 alone, with the full JIT's code cache
+ONE_SHOT_JIT = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
 # a Java option that selects the garbage collector (not one that tunes it, such as -XX:+UseGCOverheadLimit)
 CHOSEN_COLLECTOR = re.compile(r"-XX:\+Use(Serial|Parallel|G1|Z|Shenandoah|Epsilon)GC\b")
 
@@ -225,7 +227,7 @@ def _local_master_conf(config: Config, site: dict[str, str], *, one_shot: bool) 
         # tasks; `run`, which lives long, keeps the full JIT.
         # C1 alone shrinks the code cache's default to 48 MB, which a command of many queries fills ("Out of
         # space in CodeCache for adapters"): the full JIT's 240 MB, reserved, not used
-        java_options += ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]
+        java_options += list(ONE_SHOT_JIT)
     return conf, java_options
 
 

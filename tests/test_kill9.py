@@ -14,6 +14,7 @@ import pytest
 import sqlglot
 
 from lakecompact.crashpoints import STEPS
+from lakecompact.spark import ONE_SHOT_JIT
 from tests.support.cli import ROOT, killed, minimal_config, sql_lines
 from tests.support.cli import lakecompact as run
 from tests.support.debezium import DATE, INT, TEXT, Topic, days, decimal, decimal_wire, write_kcat
@@ -110,7 +111,7 @@ def test_a_history_killed_at_each_step_of_compaction_is_exact_after_the_runs_tha
     # keeps C2 for the long life it has in production)
     config = minimal_config(tmp_path, "[defaults]\nrow_history = true\n"
                                       "[run]\ncompact_after_batches = 1\ninterval_seconds = 3600\nmetrics_port = 0\n"
-                                      '[spark.conf]\n"spark.driver.extraJavaOptions" = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"\n')
+                                      f'[spark.conf]\n"spark.driver.extraJavaOptions" = "{" ".join(ONE_SHOT_JIT)}"\n')
     (tmp_path / "events").mkdir()
     pg, t = Topic("pg.public.items", [("id", INT), ("name", TEXT)], ["id"]), 1_700_000_000_000
 

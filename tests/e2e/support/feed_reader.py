@@ -6,7 +6,8 @@ lake's config, as a downstream job would run, reading `<t>_changes` through the 
 Each poll appends one JSON line per table to OUT: {"table", "versions": {version: [rows, checksum]}} or, when the
 read failed, {"table", "error"}. A table is read again only when what a read of it sees may have changed: its
 partitions in the metastore (a version's partition always names its own folder, TablePaths.changes) or the files
-under its feed's folder (a read sees nothing else; a written object never changes). It stops once the file OUT.stop exists, after one last read of every table.
+under its feed's folder (a read sees nothing else; a written object never changes). It stops once the file OUT.stop
+exists, after one last read of every table.
 """
 
 from __future__ import annotations
