@@ -164,6 +164,12 @@ def spark(tmp_path_factory, metastore_uri):
                     "spark.default.parallelism": "4",
                     "spark.ui.enabled": "false",
                     "spark.sql.adaptive.enabled": "true",
+                    # the tests' data is a few rows per query, where compiling a query's Java code costs more than
+                    # running it does: expressions are interpreted here. Every command a test runs as a process
+                    # of its own (tests/support/cli.py, spark-submit) keeps Spark's generated code, so both ways
+                    # of evaluating are tested
+                    "spark.sql.codegen.wholeStage": "false",
+                    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
                     "spark.driver.host": "127.0.0.1",
                     "spark.driver.bindAddress": "127.0.0.1",
                     **({"spark.jars": ",".join(jars)} if jars else {}),

@@ -49,7 +49,8 @@ def test_a_compaction_by_spark_submit_maps_the_printed_class_archive(st, tmp_pat
 
     def submit(name: str, *args: str, log: str = "") -> cluster.Job:
         # the driver's other options in the one --driver-java-options spark-submit keeps
-        command = [*st.spark_submit_command(driver_class_path=False,
+        # one executor: the archive is the driver's, and a second executor JVM would only slow the four drivers
+        command = [*st.spark_submit_command(driver_class_path=False, cores=1,
                                             conf={"spark.executor.extraJavaOptions": cluster.C1_ONLY}),
                    flag, f"{archive} {cluster.C1_ONLY} {log}".strip(), str(cluster.MAIN), "--config", str(config), *args]
         return cluster.start(tmp_path, name, command, args, SPARK_DIST_CLASSPATH=":".join(st.s3a_jars()),

@@ -57,6 +57,9 @@ class Recipe:
             "spark.driver.bindAddress": self.stack.HOST,
             "spark.ui.enabled": "false",
             "spark.executor.extraJavaOptions": cluster.C1_ONLY,
+            # one executor, on whichever worker the master picks: each executor fetches the packages' jars (the
+            # AWS SDK's bundle is hundreds of MB), and one shows that executors get the s3a client as well as two
+            "spark.cores.max": "1",
         }
         return [str(self.stack.spark_home() / "bin" / "spark-submit"),
                 "--master", self.stack.SPARK_MASTER_URL, "--deploy-mode", "client",
