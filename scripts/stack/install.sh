@@ -13,7 +13,7 @@
 #       hive-metastore/                  Hive standalone metastore: jars, home/
 #                                        (its unpacked tarball), launcher/ (the
 #                                        loopback launcher, compiled here)
-#       trino/                           Trino's CLI, and home/: the server with
+#       trino/                           home/: Trino's server with
 #                                        only its Hive connector (the tarball's
 #                                        other plugins are left out); java-home:
 #                                        the JDK Trino runs on (Java 24.0.1 or
@@ -126,6 +126,9 @@ is_fetched() {
   [ -f "$JARS/$group/.fetched" ] && [ "$(cat "$JARS/$group/.fetched")" = "$(fetch_key "$@")" ]
 }
 
+# The jars and tarballs in a group's dir (a group may hold no jar: Trino's is its server's tarball).
+fetched_files() { find "$1" -maxdepth 1 -type f \( -name '*.jar' -o -name '*.tar.gz' \) | wc -l; }
+
 # fetch <group dir> <profile> [mvn -D args...]: copy a profile's runtime jars
 # into $JARS/<group dir>; skipped when the dir holds a marker for the same
 # pom profile + arguments. Fetches into a temp dir first so that a failed or
@@ -135,7 +138,7 @@ fetch() {
   local dest="$JARS/$group" key
   key=$(fetch_key "$profile" "$@")
   if is_fetched "$group" "$profile" "$@"; then
-    say "jars/$group: present ($(ls "$dest"/*.jar | wc -l) jars), skipped"
+    say "jars/$group: present ($(fetched_files "$dest") files), skipped"
     return 0
   fi
   local tmp="$dest.tmp.$$"
@@ -150,7 +153,7 @@ fetch() {
   rm -rf "$dest"
   mv "$tmp" "$dest"
   echo "$key" >"$dest/.fetched"
-  say "jars/$group: fetched $(ls "$dest"/*.jar | wc -l) jars ($*)"
+  say "jars/$group: fetched $(fetched_files "$dest") files ($*)"
 }
 
 fetch_or_die() {
