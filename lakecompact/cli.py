@@ -40,6 +40,9 @@ class Context:
 
     def __init__(self, args: argparse.Namespace):
         self.args = args
+        # the session's JVM is a one-shot command's (lakecompact.spark.ONE_SHOT_JIT) unless the command knows,
+        # before it starts, that its work is large enough for the full JIT to pay off
+        self.one_shot = True
 
     @functools.cached_property
     def config(self) -> config_module.Config:
@@ -52,7 +55,8 @@ class Context:
         from lakecompact.spark import create_session
 
         _quiet_query_errors(self.args)
-        return create_session(self.config, wait=not self.args.no_wait, verbose=self.args.verbose, one_shot=True)
+        return create_session(self.config, wait=not self.args.no_wait, verbose=self.args.verbose,
+                              one_shot=self.one_shot)
 
     def known_error(self, error: BaseException) -> LakecompactError | None:
         """The one-line error for a failure of Spark that says what is wrong (None: another failure): the s3a
@@ -103,11 +107,15 @@ def _require_tables(context: Context, tables: list[str] | None) -> None:
 
 
 def _land(args, context: Context) -> None:
+    from lakecompact.landing.files import unlanded_bytes
     from lakecompact.landing.land import check_one_table_landing, dry_run, land
+    from lakecompact.spark import FULL_JIT_EVENT_BYTES, one_shot_jit
 
     table = args.table.lower() if args.table else None
     if table:
         check_one_table_landing(context.config)  # before a JVM starts
+    if not args.dry_run:
+        context.one_shot = one_shot_jit(unlanded_bytes(context.config), FULL_JIT_EVENT_BYTES)
     if args.dry_run:
         dry_run(context.spark, context.config, table)
     else:
@@ -130,9 +138,11 @@ def _requeue(args, context: Context) -> None:
 
 
 def _compact(args, context: Context) -> None:
-    from lakecompact.compaction.compact import compact
+    from lakecompact.compaction.compact import compact, unfolded_rows
+    from lakecompact.spark import FULL_JIT_ROWS, one_shot_jit
 
     _require_tables(context, _tables(args))  # before a JVM starts
+    context.one_shot = one_shot_jit(unfolded_rows(context.config, _tables(args)), FULL_JIT_ROWS)
     compact(context.spark, context.config, _tables(args), skip_busy=True)
 
 

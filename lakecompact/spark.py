@@ -49,6 +49,10 @@ DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 INCUBATOR_WARNING = b"WARNING: Using incubator modules: jdk.incubator.vector\n"
 # a one-shot command's JIT (_local_master_conf): C1 alone, with the full JIT's code cache
 ONE_SHOT_JIT = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
+# the work from which a one-shot command's full JIT (C2) pays for its compilations: C1's code without profiling is
+# faster for a small command, C2's for a large one (docs/configuration.md "Spark and JVM settings")
+FULL_JIT_EVENT_BYTES = 1 << 30  # of event files a `land` reads
+FULL_JIT_ROWS = 1_000_000  # of increments a `compact` folds in
 # a Java option that selects the garbage collector (not one that tunes it, such as -XX:+UseGCOverheadLimit)
 CHOSEN_COLLECTOR = re.compile(r"-XX:\+Use(Serial|Parallel|G1|Z|Shenandoah|Epsilon)GC\b")
 
@@ -199,6 +203,12 @@ def _metastore_conf(config: Config) -> tuple[dict[str, str], list[str]]:
         )
         java_options.append(f"-Dderby.stream.error.file={metastore_dir / 'derby.log'}")
     return conf, java_options
+
+
+def one_shot_jit(work: int | None, full_from: int) -> bool:
+    """Whether a command whose work is `work` (None: not known before its JVM starts) keeps a one-shot command's
+    JIT (ONE_SHOT_JIT), or starts its JVM with the full one from `full_from` on."""
+    return work is None or work < full_from
 
 
 def _local_master_conf(config: Config, site: dict[str, str], *, one_shot: bool) -> tuple[dict[str, str], list[str]]:

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import functools
+import glob
 from dataclasses import dataclass
+from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from lakecompact.config import Config
 from lakecompact.errors import LakecompactError
 from lakecompact.identifiers import struct_type
-from lakecompact.lake.storage import Storage
+from lakecompact.lake.paths import DatabasePaths
+from lakecompact.lake.storage import LocalFiles, Storage, VersionedState
 
 _KCAT_LINE = struct_type([("topic", "STRING"), ("partition", "INT"), ("offset", "BIGINT"), ("key", "STRING"),
                           ("payload", "STRING")])
@@ -200,6 +204,22 @@ def _last_lines_complete(spark: SparkSession, paths: list[str]) -> dict[str, boo
     last = F.struct("block", "row")
     rows = _streamed(spark, paths).groupBy("path").agg(_complete(F.max_by("line", last)).alias("complete")).collect()
     return {row.path: bool(row.complete) for row in rows}
+
+
+def unlanded_bytes(config: Config) -> int | None:
+    """About how many bytes of event files the next `land` reads, found without a JVM, so that the command's JVM can
+    be started for it: the local files the source's globs match, less what the lander's state says is landed of
+    each. None when that needs a JVM (a Kafka source; event files or a warehouse not on the local disk). An
+    estimate: Python's glob, not Hadoop's, matches the patterns."""
+    source = config.source
+    if source.kind != "files" or not all(LocalFiles.is_local(p) for p in (config.warehouse, *source.paths)):
+        return None
+    lander = DatabasePaths.of(config.warehouse, config.database).land_state
+    _, state = VersionedState(LocalFiles(config.warehouse), lander).latest()
+    landed = {LocalFiles.local_path(path).resolve(): entry.get("size", 0)
+              for path, entry in (state or {}).get("files", {}).items()}
+    found = {Path(path).resolve() for pattern in source.paths for path in glob.glob(str(LocalFiles.local_path(pattern)))}
+    return sum(max(0, path.stat().st_size - landed.get(path, 0)) for path in found if path.is_file())
 
 
 def plan(spark: SparkSession, storage: Storage, patterns: tuple[str, ...], landed: dict) -> list[FileRange]:
