@@ -52,9 +52,15 @@ def _fields(fields):
     return [{"type": t, "optional": o, "field": n} for n, t, o in fields]
 
 
-def value_schema() -> dict:
-    row = lambda name: {"type": "struct", "fields": _fields(_ROW), "optional": True,
-                        "name": f"{TOPIC}.Value", "field": name}
+def extra_columns(version: int) -> list[str]:
+    """The optional int32 columns a table's schema version adds to the row: none in version 1, `extra_1` in 2, …."""
+    return [f"extra_{j}" for j in range(1, version)]
+
+
+def value_schema(version: int = 1) -> dict:
+    """The envelope's Connect schema; a later `version` has a column more in each row image (extra_columns)."""
+    fields = _fields(_ROW) + _fields((name, "int32", True) for name in extra_columns(version))
+    row = lambda name: {"type": "struct", "fields": fields, "optional": True, "name": f"{TOPIC}.Value", "field": name}
     return {
         "type": "struct",
         "fields": [
@@ -102,12 +108,14 @@ def _compact(obj) -> str:
     return json.dumps(obj, separators=(",", ":"))
 
 
-def _envelope(events: str) -> str:
+def _envelope(events: str, version: int = 1) -> str:
     """(offset, id, envelope, tombstone) of a relation of (offset, id, op, name, score, bio, lsn, ts, tombstone): the
     Debezium envelope as a DuckDB struct, whose to_json is the Connect JSON payload and whose fields are those of
-    avro_schema(value_schema())."""
-    image = "{'id': id, 'name': name, 'score': score, 'bio': bio}"
-    key_only = "{'id': id, 'name': NULL::VARCHAR, 'score': NULL::INTEGER, 'bio': NULL::VARCHAR}"
+    avro_schema(value_schema(version)); an extra column's value is derived from the score."""
+    extra = "".join(f", '{name}': (score % 10 + {j})::INTEGER" for j, name in enumerate(extra_columns(version), 1))
+    extra_nulls = "".join(f", '{name}': NULL::INTEGER" for name in extra_columns(version))
+    image = f"{{'id': id, 'name': name, 'score': score, 'bio': bio{extra}}}"
+    key_only = f"{{'id': id, 'name': NULL::VARCHAR, 'score': NULL::INTEGER, 'bio': NULL::VARCHAR{extra_nulls}}}"
     source = (
         "{'version': '3.6.1.Final', 'connector': 'postgresql', 'name': 'dbserver1', 'ts_ms': ts, "
         "'snapshot': CASE WHEN op = 'r' THEN 'true' ELSE 'false' END, 'db': 'inventory', 'sequence': NULL::VARCHAR, "
@@ -121,17 +129,18 @@ def _envelope(events: str) -> str:
     return f"SELECT \"offset\", id, {envelope} AS envelope, tombstone FROM ({events})"
 
 
-def _line_sql(events: str, schemas: bool, topic: str = TOPIC) -> str:
-    """kcat -J columns; key and payload with the Connect schema embedded, or (`schemas` false) without."""
+def _line_sql(events: str, schemas: bool, topic: str = TOPIC, version: int = 1) -> str:
+    """kcat -J columns; key and payload with the Connect schema (of that version) embedded, or (`schemas` false)
+    without."""
     payload, key = "to_json(envelope)::VARCHAR", "'{\"id\":' || id || '}'"
     if schemas:
-        vs, ks = _lit(_compact(value_schema())), _lit(_compact(key_schema()))
+        vs, ks = _lit(_compact(value_schema(version))), _lit(_compact(key_schema()))
         payload = f"'{{\"schema\":' || {vs} || ',\"payload\":' || {payload} || '}}'"
         key = f"'{{\"schema\":' || {ks} || ',\"payload\":' || {key} || '}}'"
     return (
         f"SELECT '{topic}' AS topic, 0 AS partition, \"offset\", 'create' AS tstype, {TS0} + \"offset\" AS ts, "
         f"1 AS broker, {key} AS key, CASE WHEN tombstone THEN NULL ELSE {payload} END AS payload "
-        f"FROM ({_envelope(events)}) ORDER BY \"offset\""
+        f"FROM ({_envelope(events, version)}) ORDER BY \"offset\""
     )
 
 
@@ -265,6 +274,9 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=1,
                         help="json: the events spread over this many topics, TOPIC_000 …, each in files of its own "
                              "(as `kcat -t` per topic writes them), the same schema texts")
+    parser.add_argument("--schema-versions", type=int, default=1,
+                        help="json: each topic's events in this many consecutive parts, part j (from 1) in files of "
+                             "its own with schema version j, which adds a column to version j - 1 (extra_columns)")
     parser.add_argument("--kafka", help="avro: the bootstrap servers")
     parser.add_argument("--topic", default=TOPIC, help="avro: the topic")
     parser.add_argument("--partitions", type=int, default=2, help="avro: the topic's partitions")
@@ -288,6 +300,8 @@ def main() -> None:
         raise SystemExit("change: --key-hi - --key-lo must be at least --rows (deletes hit distinct keys)")
     if a.format == "avro" and (a.kind != "snapshot" or not a.kafka):
         raise SystemExit("--format avro: a snapshot, with --kafka")
+    if a.schema_versions > 1 and a.format != "json":
+        raise SystemExit("--schema-versions: JSON with embedded schemas (--format json)")
 
     def events(lo: int, hi: int) -> str:
         return snapshot_events(lo, hi) if a.kind == "snapshot" else change_events(lo, hi, a)
@@ -300,14 +314,18 @@ def main() -> None:
         envelopes.unlink()
     else:
         per_topic = math.ceil(a.rows / a.topics)
-        per_file = min(a.events_per_file, per_topic)
+        per_version = math.ceil(per_topic / a.schema_versions)
+        per_file = min(a.events_per_file, per_version)
         for first in range(0, a.rows, per_topic):
             topic = TOPIC if a.topics == 1 else f"{TOPIC}_{first // per_topic:03d}"
-            for lo in range(first, min(a.rows, first + per_topic), per_file):
-                path = tmp / f"part-{files:05d}.jsonl"
-                hi = min(a.rows, first + per_topic, lo + per_file)
-                db.execute(f"COPY ({_line_sql(events(lo, hi), a.format == 'json', topic)}) TO '{path}' (FORMAT JSON)")
-                files += 1
+            end = min(a.rows, first + per_topic)
+            for version, part in enumerate(range(first, end, per_version), 1):
+                for lo in range(part, min(end, part + per_version), per_file):
+                    path = tmp / f"part-{files:05d}.jsonl"
+                    hi = min(end, part + per_version, lo + per_file)
+                    lines = _line_sql(events(lo, hi), a.format == "json", topic, version)
+                    db.execute(f"COPY ({lines}) TO '{path}' (FORMAT JSON)")
+                    files += 1
         size = sum(f.stat().st_size for f in tmp.glob("*.jsonl"))
     deletes = (a.rows + 9) // 10 if a.kind == "change" else 0
     meta = {

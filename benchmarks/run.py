@@ -426,6 +426,9 @@ def main() -> None:
                              "share of the difference, apart from the cluster's)")
     parser.add_argument("--shuffle-partitions", type=int, default=16)
     parser.add_argument("--topics", type=int, default=100, help="landing-topics: topics (tables) the events spread over")
+    parser.add_argument("--schema-versions", type=int, default=3,
+                        help="landing-topics: schema versions of each table in the batch, each adding a column to the "
+                             "one before (1: every event of one schema)")
     parser.add_argument("--events-per-file", type=int, default=25_000, help="events per kcat file")
     parser.add_argument("--land-batch-files", type=int, default=0,
                         help="lakecompact lands a snapshot this many files (x --events-per-file events) per land run; "

@@ -145,15 +145,18 @@ def scenario_landing_schemaless(run: Run) -> None:
 
 def scenario_landing_topics(run: Run) -> None:
     """Many tables: the `landing` scenario's events spread over --topics topics (tables), each in files of its own as
-    `kcat -t` per topic writes them, landed in one batch, against the same events of one topic; each land the
-    first in its process, then again in it into another lake. Then `compact` of every table of the many-table lake,
-    whole and per table."""
+    `kcat -t` per topic writes them, each table's events in --schema-versions schema versions one after the other
+    (each adds a column), landed in one batch, against the same events of one topic (its events in as many versions);
+    each land the first in its process, then again in it into another lake. Then `compact` of every table of the
+    many-table lake, whole and per table."""
     args = run.args
-    n, k = args.rows or 1_000_000, args.topics
-    one = dataset(f"snapshot-{n}", "snapshot", n, args)
-    many = dataset(f"snapshot-{n}-topics-{k}", "snapshot", n, args, topics=k)
-    run.params = {"events": n, "topics": k, "bytes": many["bytes"], "files": many["files"], "cores": args.cores,
-                  "driver_memory": args.driver_memory}
+    n, k, v = args.rows or 1_000_000, args.topics, args.schema_versions
+    versions = {"schema_versions": v} if v > 1 else {}
+    suffix = f"-versions-{v}" if v > 1 else ""
+    one = dataset(f"snapshot-{n}{suffix}", "snapshot", n, args, **versions)
+    many = dataset(f"snapshot-{n}-topics-{k}{suffix}", "snapshot", n, args, topics=k, **versions)
+    run.params = {"events": n, "topics": k, "schema_versions": v, "bytes": many["bytes"], "files": many["files"],
+                  "cores": args.cores, "driver_memory": args.driver_memory}
     views = [f"lake.public_customers_{i:03d}" for i in range(k)]
     for run_name, snap, relation in (("one-table", one, VIEW), ("tables", many, views)):
         ops = [{"op": "land", "paths": [snap["glob"]], "step": "land"},
@@ -179,7 +182,8 @@ def scenario_landing_topics(run: Run) -> None:
     summary.append({"step": "compact", "engine": f"compact of the {k} tables (one command)", "seconds": whole,
                     "ratio": None, "note": f"{whole / k:.2f} s per table" if whole else "", "run": "tables",
                     "steps": ["compact every table"]})
-    run.write(f"landing-topics: {n:,} snapshot events over {k} topics ({mb:,.0f} MB of kcat JSON)", summary,
+    run.write(f"landing-topics: {n:,} snapshot events over {k} topics, {v} schema version(s) each "
+              f"({mb:,.0f} MB of kcat JSON)", summary,
               run.correctness("one-table"), "one table's land of the same events (the first in its process)")
 
 
