@@ -114,11 +114,10 @@ def _land(args, context: Context) -> None:
     table = args.table.lower() if args.table else None
     if table:
         check_one_table_landing(context.config)  # before a JVM starts
-    if not args.dry_run:
-        context.one_shot = one_shot_jit(unlanded_bytes(context.config), FULL_JIT_EVENT_BYTES)
     if args.dry_run:
         dry_run(context.spark, context.config, table)
     else:
+        context.one_shot = one_shot_jit(unlanded_bytes(context.config), FULL_JIT_EVENT_BYTES)
         land(context.spark, context.config, table=table)
 
 
