@@ -137,8 +137,9 @@ def _requeue(args, context: Context) -> None:
 
 
 def _compact(args, context: Context) -> None:
-    from lakecompact.compaction.compact import compact, unfolded_rows
+    from lakecompact.compaction.compact import compact
     from lakecompact.spark import FULL_JIT_ROWS, one_shot_jit
+    from lakecompact.views.status import unfolded_rows
 
     _require_tables(context, _tables(args))  # before a JVM starts
     context.one_shot = one_shot_jit(unfolded_rows(context.config, _tables(args)), FULL_JIT_ROWS)

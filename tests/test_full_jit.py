@@ -1,7 +1,7 @@
 """A one-shot command's JVM compiles with C1 alone, unless the command knows before it starts the JVM that its work is
 large enough for the full JIT to pay off (docs/configuration.md "Spark and JVM settings"): `land`, the bytes of
 event files it will read (files.unlanded_bytes); `compact`, the rows of increments it will fold in
-(compact.unfolded_rows)."""
+(status.unfolded_rows: what `status` reports pending)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from lakecompact import cli
 from lakecompact import config as config_module
 from lakecompact import spark as spark_module
-from lakecompact.compaction.compact import unfolded_rows
 from lakecompact.landing import files
+from lakecompact.views.status import unfolded_rows
 from tests.support.debezium import INT, TEXT, Topic
 
 T = Topic("pg.public.parts", [("id", INT), ("name", TEXT)], ["id"])

@@ -52,12 +52,11 @@ from lakecompact.lake.partitions import (
 )
 from lakecompact.lake.paths import TablePaths
 from lakecompact.lake.semantics import semantics_context
-from lakecompact.lake.storage import LocalFiles, folder_stats
 from lakecompact.lake.view_definition import refresh_view_as_saved
 from lakecompact.report import say, seconds_since, warn
 from lakecompact.spark import write_counted
 
-__all__ = ["VERSION_PROPERTY", "CompactReport", "Compactor", "compact", "unfolded_rows"]
+__all__ = ["VERSION_PROPERTY", "CompactReport", "Compactor", "compact"]
 
 # the change feed's files: a small change writes one, a first compaction's feed (the whole table) is numbered and
 # written in parallel
@@ -565,28 +564,6 @@ def _release_checkpoint(frame: DataFrame) -> None:
 
 def _live() -> Column:
     return ~F.col("__deleted") & (F.col("__op") != "t")  # the truncate marker is no row of the table
-
-
-def unfolded_rows(config: Config, tables: list[str] | None = None) -> int | None:
-    """How many rows of increments the next `compact` of these tables (default: all) folds in, found without a JVM,
-    so that the command's JVM can be started for it: the rows each increment above its table's current version's
-    last batch recorded as it was landed (those at or below it are archived). None when the warehouse is not on
-    the local disk."""
-    if not LocalFiles.is_local(config.warehouse):
-        return None
-    catalog = Catalog(None, config)
-    storage = catalog.storage
-    rows = 0
-    for name in tables or catalog.tables():
-        paths = catalog.paths(name)
-        last = Manifests(storage, paths.manifests).latest(0).last_batch
-        for hour in storage.list_names(paths.increments):
-            for batch in storage.list_names(f"{paths.increments}/{hour}"):
-                number = batch.removeprefix("batch=")
-                if number.isdigit() and int(number) > last:
-                    stats = storage.read_json_or_none(folder_stats(f"{paths.increments}/{hour}/{batch}"))
-                    rows += (stats or {}).get("rows", 0)
-    return rows
 
 
 def compact(

@@ -12,7 +12,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from lakecompact.config import Config
+from lakecompact.config import Config, is_local
 from lakecompact.lake.catalog import UNPLACED, Catalog, published_feed_versions
 from lakecompact.lake.manifest import Manifests
 from lakecompact.lake.storage import VersionedState, folder_stats
@@ -70,6 +70,17 @@ def status(spark: SparkSession | None, config: Config) -> list[dict[str, Any]]:
     if unplaced:
         rows.append({"table": UNPLACED, "quarantined": unplaced})
     return rows
+
+
+def unfolded_rows(config: Config, tables: list[str] | None = None) -> int | None:
+    """The rows of increments the next `compact` of these tables (default: all) folds in, as `status` reports them
+    pending, read without a JVM so that the command's JVM can be started for them; None when the warehouse is not
+    on the local disk (or a count was not recorded)."""
+    if not is_local(config.warehouse):
+        return None
+    pending = [row["pending_events"] for row in status(None, config)
+               if row["table"] != UNPLACED and (tables is None or table_of(row) in tables)]
+    return None if None in pending else sum(pending)
 
 
 def table_of(row: dict[str, Any]) -> str:
