@@ -3,8 +3,11 @@ committers for a warehouse on S3."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
+import tempfile
 import textwrap
 import threading
 from collections.abc import Callable
@@ -53,6 +56,9 @@ ONE_SHOT_JIT = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
 # faster for a small command, C2's for a large one (docs/configuration.md "Spark and JVM settings")
 FULL_JIT_EVENT_BYTES = 1 << 30  # of event files a `land` reads
 FULL_JIT_ROWS = 1_000_000  # of increments a `compact` folds in
+# where Hive's session keeps resources added to it (ADD JAR, ADD FILE): by default a folder per session in the JVM's
+# temporary folder, which Spark never deletes (SPARK-51571), so that every command would leave one in /tmp
+HIVE_RESOURCES_DIR = "spark.hadoop.hive.downloaded.resources.dir"
 # a Java option that selects the garbage collector (not one that tunes it, such as -XX:+UseGCOverheadLimit)
 CHOSEN_COLLECTOR = re.compile(r"-XX:\+Use(Serial|Parallel|G1|Z|Shenandoah|Epsilon)GC\b")
 
@@ -400,6 +406,8 @@ def create_session(
         options["spark.scheduler.mode"] = "FAIR"  # before session_conf: the user's setting wins
     options |= session_conf(config, verbose=verbose, archive_options=archive_options, one_shot=one_shot)
     options["spark.sql.catalogImplementation"] = "hive"  # Hive support, whatever [spark.conf] says
+    if SparkContext._active_spark_context is None:
+        options |= _hive_resources_conf(options)
     try:
         if SparkContext._gateway is None and not launched_by_spark_submit:
             _launch_jvm(options)
@@ -416,6 +424,16 @@ def create_session(
             f"the Spark driver's JVM exited as it started (its own message is above): expected {expected}") from None
     spark.sparkContext.setLogLevel(os.environ.get("LAKECOMPACT_SPARK_LOG_LEVEL", "WARN" if verbose else "ERROR"))
     return spark
+
+
+def _hive_resources_conf(options: dict[str, str]) -> dict[str, str]:
+    """Hive's resources folder inside a folder of this process's own, deleted as the process exits (lakecompact
+    adds no resources: the folder stays empty). A folder set in [spark.conf] or spark-defaults.conf is kept."""
+    if HIVE_RESOURCES_DIR in options or HIVE_RESOURCES_DIR in spark_defaults():
+        return {}
+    folder = tempfile.mkdtemp(prefix="lakecompact-hive-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return {HIVE_RESOURCES_DIR: f"{folder}/${{hive.session.id}}_resources"}
 
 
 def _launch_jvm(options: dict[str, str]) -> None:

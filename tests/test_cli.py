@@ -57,13 +57,19 @@ def test_java_options_the_jvm_refuses_are_one_line_naming_them(tmp_path, monkeyp
         f"options and memory it accepts in {site / 'spark-defaults.conf'} (spark.driver.extraJavaOptions = '-Xss2q' there)")
 
 
-def test_a_query_of_a_table_that_is_not_there_is_one_line(tmp_path):
-    """Not also PySpark's log of the error, a JSON record with the JVM's stack trace."""
-    result = lakecompact(minimal_config(tmp_path), "sql", "SELECT * FROM lake.nope")
+def test_a_query_of_a_table_that_is_not_there_is_one_line(tmp_path, monkeypatch):
+    """Not also PySpark's log of the error, a JSON record with the JVM's stack trace. And the process leaves no
+    folder behind in the temporary folders, the JVM's or Python's (Hive's session makes one for its resources)."""
+    java_tmp, python_tmp = tmp_path / "java-tmp", tmp_path / "python-tmp"
+    java_tmp.mkdir(), python_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(python_tmp))
+    config = minimal_config(tmp_path, f'[spark.conf]\n"spark.driver.extraJavaOptions" = "-Djava.io.tmpdir={java_tmp}"\n')
+    result = lakecompact(config, "sql", "SELECT * FROM lake.nope")
     assert result.returncode == 4, result.stderr  # QueryError
     said = result.stderr.splitlines()
     assert len(said) == 1 and said[0].startswith("lakecompact: error: sql: [TABLE_OR_VIEW_NOT_FOUND] The table or "
                                                  "view `lake`.`nope` cannot be found."), result.stderr
+    assert [p.name for p in [*java_tmp.iterdir(), *python_tmp.iterdir()] if p.is_dir()] == []
 
 
 @pytest.mark.parametrize("command", [c.name for c in COMMANDS])
