@@ -459,6 +459,11 @@ TARGETS = (
            "at most 0.8×", lambda v: v <= 0.8, "#57", ("merge-5m-mor",), cold_compaction(COPY_ON_WRITE_PEERS)),
     Target("the same against the fastest peer of all", "at most 1.0×", lambda v: v <= 1.0, "#57", ("merge-5m-mor",),
            cold_compaction(SPARK_PEERS)),
+    Target("each step its own process, `compact` without the class archive (as a spark-submit not given it starts "
+           "the driver), against the fastest peer of all", "at most 1.0×", lambda v: v <= 1.0, "#70",
+           ("merge-mor-no-archive",), cold_compaction(SPARK_PEERS)),
+    Target("the same at 5,000,000 rows + 500,000 events", "at most 1.0×", lambda v: v <= 1.0, "#70",
+           ("merge-5m-mor-no-archive",), cold_compaction(SPARK_PEERS)),
     Target("a 1% change (10,000 events on 1,000,000 rows) spread over all keys: compaction against the fastest peer's "
            "MERGE of the same events", "at most 1.0×", lambda v: v <= 1.0, "#57", ("change-size-mor",),
            small_change("spread")),
@@ -666,7 +671,9 @@ def render(docs: dict[str, dict] | None = None) -> str:
     ]
     for name in used:
         doc = docs[name]
-        mode = " (`merge_on_read`)" if doc["params"].get("merge_on_read") else ""
+        modes = [*(["`merge_on_read`"] if doc["params"].get("merge_on_read") else []),
+                 *(["commands without the class archive"] if doc["params"].get("class_archive") is False else [])]
+        mode = f" ({', '.join(modes)})" if modes else ""
         out += ["", f"### {doc['title']}{mode}", "",
                 f"Run of {doc['machine']['date']}; every step in [`{name}.md`]({_link(name, 'md')}).", "",
                 f"![{name}]({_link(name, 'png')})"]

@@ -94,7 +94,8 @@ class Run:
 
     @params.setter
     def params(self, value: dict) -> None:
-        self._params = {**value, **({"merge_on_read": True} if self.args.merge_on_read else {})}
+        self._params = {**value, **({"merge_on_read": True} if self.args.merge_on_read else {}),
+                        **({"class_archive": False} if self.args.no_class_archive else {})}
 
     def common_spec(self) -> dict:
         return {"master": f"local[{self.args.cores}]", "driver_memory": self.args.driver_memory,
@@ -253,6 +254,8 @@ class Run:
         work.mkdir(parents=True)
         own_warehouse = warehouse is None and write_toml is None
         warehouse, toml = warehouse or work / "warehouse", work / "lake.toml"
+        if self.args.no_class_archive:  # a cache folder with no archive in it: the JVMs start as spark-submit's do
+            env = {**(env or {}), "LAKECOMPACT_CACHE": str(work / "cache-without-class-archive")}
         exe = Path(python).parent / "lakecompact"
         base = launcher or ([str(exe)] if exe.exists() else [str(python), "-m", "lakecompact"])
         write_toml = write_toml or (lambda path, paths: self.lake_toml(path, warehouse, paths))
@@ -454,6 +457,9 @@ def main() -> None:
                              "small trial runs)")
     parser.add_argument("--merge-on-read", action="store_true",
                         help="lakecompact's tables with merge_on_read = true (docs/configuration.md: Merge-on-read)")
+    parser.add_argument("--no-class-archive", action="store_true",
+                        help="lakecompact's commands without the class archive (class_archive.py), as a spark-submit "
+                             "that is not given it starts them")
     parser.add_argument("--nice", type=int, default=10, help="raise this process's niceness to at least this")
     args = parser.parse_args()
     if args.scenario == "report":
