@@ -6,6 +6,7 @@ sees the few distinct schemas of a batch, never the rows.
 
 from __future__ import annotations
 
+import functools
 import json
 import typing
 from dataclasses import dataclass
@@ -95,7 +96,7 @@ def schemas_as_written(raw: DataFrame) -> dict[str, str]:
     """Per topic, the text of a schema that values in Connect's form start with, among the first SAMPLE_LINES
     lines: a whole JSON object, so that a value starting with `{"schema":` + it + `,"payload":` has that schema.
     `raw` needs only the topic and the value (`payload`)."""
-    for name, kind in (("key", "string"), ("__value_bytes", "binary")):
+    for name, kind in (("key", "string"), ("__value_bytes", "binary"), ("__kafka_offset", "bigint")):
         if name not in raw.columns:
             raw = raw.withColumn(name, F.lit(None).cast(kind))
     return as_written_samples(head(raw)).values
@@ -132,14 +133,17 @@ def as_written_samples(raw: DataFrame) -> Samples:
     def plain(column: str) -> Column:  # no embedded schema: its top-level keys
         return F.when(~F.startswith(column, F.lit(_CONNECT_FORM)), F.sort_array(F.json_object_keys(column)))
 
-    rows = head.select(F.col("__kafka_topic").alias("topic"), text("payload").alias("value"),
-                       F.col("key").isNull().alias("null_key"), text("key").alias("key"),
-                       plain("payload").alias("plain_value"), plain("key").alias("plain_key"),
-                       F.col("payload").isNull().alias("tombstone"),
-                       F.when(_avro_value(), _schema_id().cast("bigint")).alias("avro_id"),
-                       key_null_or_avro().alias("avro_key")).distinct().collect()
+    forms = head.select(F.col("__kafka_topic").alias("topic"), text("payload").alias("value"),
+                        F.col("key").isNull().alias("null_key"), text("key").alias("key"),
+                        plain("payload").alias("plain_value"), plain("key").alias("plain_key"),
+                        F.col("payload").isNull().alias("tombstone"),
+                        F.when(_avro_value(), _schema_id().cast("bigint")).alias("avro_id"),
+                        key_null_or_avro().alias("avro_key"), "__kafka_offset")
+    rows = forms.groupBy(*[c for c in forms.columns if c != "__kafka_offset"]).agg(
+        F.min("__kafka_offset").alias("first")).collect()
     values: dict[str, str] = {}
-    for row in sorted(rows, key=lambda r: (r.topic, r.value or "")):
+    # the value schema a topic's values come with first (a table is made from it, and evolves through the others)
+    for row in sorted(rows, key=lambda r: (r.topic, -1 if r.first is None else r.first, r.value or "")):
         if row.topic not in values and _whole_object(row.value):
             values[row.topic] = row.value
     keys: dict[str, str | None] = {}
@@ -250,22 +254,56 @@ def split_message(raw: DataFrame, known: dict[str, str] | None = None) -> DataFr
 @dataclass(frozen=True)
 class Written:
     """A topic whose values (and keys) are expected in the form its first lines show: the schema texts as written
-    (`as_written_samples`; key None: the topic's keys are null) and the value's shape; or, `plain`, envelopes
-    without a schema, read with the table's own (its keys JSON without one, or null); or, `avro_id`, Avro values
-    of that schema id in Confluent's wire format (`avro_values.as_written`), their keys null or Avro."""
+    (`as_written_samples`; key None: the topic's keys are null; `versions`: the value schema texts the planner saw
+    besides) and the value's shape; or, `plain`, envelopes without a schema, read with the table's own (its keys
+    JSON without one, or null); or, `avro_id`, Avro values of that schema id in Confluent's wire format
+    (`avro_values.as_written`), their keys null or Avro."""
 
     topic: str
     value_schema: str | None
     key_schema: str | None
-    shape: MessageShape
+    shape: MessageShape  # with several versions, their fields' union (`Written.of_versions`)
     plain: bool = False
     avro_id: int | None = None
+    # every value schema text the topic's values come with, in the order they come, each with its own shape (the
+    # table evolves through them in that order); empty: `value_schema` alone
+    versions: tuple[tuple[str, MessageShape], ...] = ()
+
+    @property
+    def value_schemas(self) -> tuple[str, ...]:
+        return tuple(text for text, _ in self.versions) or (self.value_schema,)
+
+    @property
+    def shapes(self) -> tuple[MessageShape, ...]:
+        """Each version's shape, in the order the table evolves through them."""
+        return tuple(shape for _, shape in self.versions) or (self.shape,)
+
+    @staticmethod
+    def of_versions(topic: str, key_schema: str | None, versions: list[tuple[str, MessageShape]]) -> Written:
+        """Values written with any of `versions` (text, shape), parsed into one struct: the union of their fields.
+        The versions must agree on the form (`one_struct`)."""
+        fields = {f.name: f for _, shape in versions for f in shape.fields}
+        text, first = versions[0]
+        union = MessageShape(first.kind, tuple(fields.values()), first.schema_hash, first.delete_marker)
+        return Written(topic, text, key_schema, union, versions=tuple(versions) if len(versions) > 1 else ())
 
     @property
     def schema_hash(self) -> str | None:
         """The `value_schema_hash` of the careful way's group of these events (`split_message`) when it names
         their schema: an Avro schema id's; None for JSON."""
         return None if self.avro_id is None else avro_schema_hash(self.avro_id)
+
+
+def one_struct(shapes: list[MessageShape]) -> bool:
+    """Whether values of these shapes parse into one struct and decode alike: one form, and each column with one
+    Connect schema wherever it appears (a column of another type in one version decodes otherwise)."""
+    kinds = {(shape.kind, shape.delete_marker) for shape in shapes}
+    columns: dict[str, dict] = {}
+    for shape in shapes:
+        for f in shape.fields:
+            if columns.setdefault(f.name, f.schema) != f.schema:
+                return False
+    return len(kinds) == 1
 
 
 def avro_schema_hash(schema_id: int) -> str:
@@ -276,8 +314,8 @@ def avro_schema_hash(schema_id: int) -> str:
 def as_written(raw: DataFrame, written: Written, fields: list[Field], key_wire: list[tuple[str, str]]) -> DataFrame:
     """The raw events with, for those of `written.topic` in the form written, the value parsed straight into its
     wire struct of `fields` as `m` (and the key's into `k`) in one parse each: `__fits` says the event takes the
-    one-pass decode (that form, the parse whole: no part of the message failed), `__tombstone` that it is a Kafka
-    tombstone of the topic. Every other event of the topic fits neither, and lands the careful way (split_message).
+    one-pass decode (that form, its value starting with one of `written.value_schemas`; the parse whole: no part of
+    the message failed), `__tombstone` that it is a Kafka tombstone of the topic. Every other event of the topic fits neither, and lands the careful way (split_message).
     A plain value fits when it parses whole with neither of Connect's wrapper keys and has an op; its key, when
     it has one, likewise."""
     options = {**_WRAPPER_OPTIONS, **_WHOLE}
@@ -298,7 +336,8 @@ def as_written(raw: DataFrame, written: Written, fields: list[Field], key_wire: 
         fits = (F.col("__candidate") & F.col("m").isNotNull() & F.col("m.__corrupt").isNull() & unwrapped
                 & F.col("m.op").isNotNull() & key_whole)
     else:
-        value_form = F.startswith("payload", F.lit(_CONNECT_FORM + written.value_schema + _CONNECT_PAYLOAD))
+        value_form = functools.reduce(Column.__or__, [
+            F.startswith("payload", F.lit(_CONNECT_FORM + text + _CONNECT_PAYLOAD)) for text in written.value_schemas])
         key_form = (F.col("key").isNull() if written.key_schema is None
                     else F.startswith("key", F.lit(_CONNECT_FORM + written.key_schema + _CONNECT_PAYLOAD)))
         candidate = of_topic & F.coalesce(value_form & key_form, F.lit(False))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import glob
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -32,6 +33,10 @@ class FileRange:
     whole: bool = False  # every line of the file at `size` bytes: it starts at 0, and its last line is complete
     # the topics its lines name at their start as kcat writes them (`topic_named`); None: some line does not
     topics: tuple[str, ...] | None = None
+    # (topic, value schema text) its new lines' values start with in Connect's form, in the order they first come
+    # (`schema_written`): a hint for the one-pass land, found while planning; not recorded in the intent, so a
+    # rerun lands without it, the careful way taking what its sample does not show
+    value_schemas: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     def to_json(self) -> dict:
         named = {} if self.topics is None else {"topics": list(self.topics)}
@@ -156,6 +161,42 @@ def _topics(named: Column) -> Column:
     return F.when(~F.array_contains(named, F.lit("")), F.array_sort(named))
 
 
+# kcat writes a value as a JSON string; in Connect's form with its schema it starts so, escaped in the line
+_PAYLOAD_FIELD = '"payload":'
+_ESCAPED_FORM = '"{\\"schema\\":'
+_ESCAPED_PAYLOAD = ',\\"payload\\":'
+# a file's value schema texts are a hint: read from every HINT_EVERY-th line (a power of two: a streamed split's
+# first line is one), at most HINTED_SCHEMAS of them per file
+HINT_EVERY = 64
+HINTED_SCHEMAS = 16
+
+
+def schema_written(line: Column) -> Column:
+    """The value schema text, still escaped as in the line, that a kcat line's value starts with in Connect's form
+    (`{"schema":` text `,"payload":`); null when it does not. No JSON parse: the line's first `"payload":` with
+    its quotes unescaped is kcat's own field (inside a key's or value's text every quote is escaped)."""
+    at = F.instr(line, F.lit(_PAYLOAD_FIELD))
+    value = F.ltrim(F.substring(line, at + len(_PAYLOAD_FIELD), 1 << 30))
+    schema = F.substring(value, len(_ESCAPED_FORM) + 1, 1 << 30)
+    end = F.instr(schema, F.lit(_ESCAPED_PAYLOAD))
+    return F.when((at > 0) & F.startswith(value, F.lit(_ESCAPED_FORM)) & (end > 0),
+                  F.substring(schema, 1, end - 1))
+
+
+def _schemas_hint(pairs: list | None) -> tuple[tuple[str, str], ...]:
+    """(topic, schema text) of `schema_written`'s (topic, escaped text) pairs, unescaped; the land checks that
+    each text is a schema."""
+    hint = []
+    for pair in pairs or ():
+        try:
+            text = json.loads(f'"{pair.text}"')
+        except ValueError:
+            continue
+        if pair.topic:
+            hint.append((pair.topic, text))
+    return tuple(hint)
+
+
 @dataclass(frozen=True)
 class _LineCount:
     path: str  # as Spark read it
@@ -163,33 +204,59 @@ class _LineCount:
     terminated: int  # lines ended by a newline
     tail: bool | None  # the text after the last newline: a whole JSON object (True), not (False), none (None)
     topics: tuple[str, ...] | None  # of FileRange
+    value_schemas: tuple[tuple[str, str], ...]  # of FileRange, over the lines from the `start` it was counted for
 
 
-def _line_counts(spark: SparkSession, storage: Storage, found: dict[str, int]) -> list[_LineCount]:
+def _line_counts(spark: SparkSession, storage: Storage, found: dict[str, int],
+                 starts: dict[str, int]) -> list[_LineCount]:
+    """Each file's lines; `starts`: per file (glob's spelling) the lines landed before, whose value schemas are
+    not collected (a big file's are not collected at all then: its lines are not numbered here)."""
     whole, big = _by_size(found)
     counts = []
+
+    def hinted(topic: Column, line: Column) -> Column:
+        return F.struct(topic.alias("topic"), schema_written(line).alias("text"))
+
     if whole:
         last = F.element_at("parts", -1)
         lines = F.filter("parts", lambda part: F.trim(part) != "")
+        start = F.create_map(*[part for path in whole for part in (F.lit(_normal(path)), F.lit(starts.get(path, 0)))])
+        new = F.filter(F.slice("parts", F.coalesce(start[F.col("path")], F.lit(0)) + 1, 1 << 30),
+                       lambda part, i: (i % HINT_EVERY == 0) & (F.trim(part) != ""))
         rows = _whole_files(spark, whole).select(
             "path", F.col("_metadata.file_size").alias("file_size"), (F.size("parts") - 1).alias("terminated"),
             F.when(last != "", _complete(last)).alias("tail"),
             _topics(F.array_distinct(F.transform(lines, topic_named))).alias("topics"),
+            F.slice(F.filter(F.array_distinct(F.transform(new, lambda line: hinted(topic_named(line), line))),
+                             lambda pair: pair["text"].isNotNull()), 1, HINTED_SCHEMAS).alias("schemas"),
         ).collect()  # one row per file
-        counts += [_LineCount(row.path, row.file_size, row.terminated, row.tail, _tuple(row.topics)) for row in rows]
+        counts += [_LineCount(row.path, row.file_size, row.terminated, row.tail, _tuple(row.topics),
+                              _schemas_hint(row.schemas)) for row in rows]
     if big:
-        # grouped by the path as Spark spells it, each file's spelling turned into the glob's once, not per line
-        text = _text(spark, big)
-        rows = text.groupBy(F.col("_metadata.file_path").alias("spelled")).agg(
-            F.count("*").alias("lines"), F.max("_metadata.file_size").alias("file_size"),
-            _topics(F.collect_set(F.when(F.trim("value") != "", topic_named(F.col("value"))))).alias("topics"),
-        ).select(_file_path(F.col("spelled")).alias("path"), "lines", "file_size", "topics").collect()  # a row a file
+        # grouped by the path as Spark spells it, each file's spelling turned into the glob's once, not per line;
+        # first by its value schemas too, to order them by where each first comes
+        text = _text(spark, big).select(
+            F.col("_metadata.file_path").alias("spelled"), F.col("_metadata.file_size").alias("file_size"),
+            F.monotonically_increasing_id().alias("row"), "value",
+        ).select("spelled", "file_size", "row", F.when(F.trim("value") != "", topic_named(F.col("value"))).alias("topic"),
+                 F.when(F.col("row") % HINT_EVERY == 0, schema_written(F.col("value"))).alias("text"))
+        by_schema = text.groupBy("spelled", "topic", "text").agg(
+            F.count("*").alias("lines"), F.max("file_size").alias("file_size"), F.min("row").alias("first"))
+        rows = by_schema.groupBy("spelled").agg(
+            F.sum("lines").alias("lines"), F.max("file_size").alias("file_size"),
+            _topics(F.collect_set("topic")).alias("topics"),
+            F.slice(F.array_sort(F.collect_list(F.when(F.col("text").isNotNull(),
+                                                       F.struct("first", "topic", "text")))), 1, HINTED_SCHEMAS)
+            .alias("schemas"),
+        ).select(_file_path(F.col("spelled")).alias("path"), "lines", "file_size", "topics", "schemas").collect()
         # Spark read up to the size it listed: the byte before it says whether that last line was finished
         unended = {row.path for row in rows
                    if storage.byte_at(_same_path(row.path, found), row.file_size - 1) != ord("\n")}
         tails = _last_lines_complete(spark, [_same_path(path, found) for path in unended]) if unended else {}
-        counts += [_LineCount(row.path, row.file_size, row.lines - (row.path in unended),
-                              tails.get(row.path), _tuple(row.topics)) for row in rows]
+        counts += [_LineCount(row.path, row.file_size, row.lines - (row.path in unended), tails.get(row.path),
+                              _tuple(row.topics),
+                              () if starts.get(_same_path(row.path, found)) else _schemas_hint(row.schemas))
+                   for row in rows]
     return counts
 
 
@@ -236,13 +303,14 @@ def plan(spark: SparkSession, storage: Storage, patterns: tuple[str, ...], lande
     if not changed:
         return []
     ranges = []
-    for count in _line_counts(spark, storage, changed):
+    starts = {path: landed.get(path, {}).get("lines", 0) for path in changed}
+    for count in _line_counts(spark, storage, changed, starts):
         path = _same_path(count.path, found)
         end = count.terminated + (1 if count.tail else 0)
-        start = landed.get(path, {}).get("lines", 0)
+        start = starts[path]
         whole = start == 0 and count.tail is not False and count.size == found[path]
         if end > start:
-            ranges.append(FileRange(path, start, end, found[path], whole, count.topics))
+            ranges.append(FileRange(path, start, end, found[path], whole, count.topics, count.value_schemas))
     return sorted(ranges, key=lambda r: r.path)
 
 

@@ -58,6 +58,14 @@ class LandIntent:
             return dataclasses.replace(self, kafka={n: b for n, b in self.kafka.items() if _topic_of(n) in topics})
         return self
 
+    def value_schemas(self, topic: str) -> tuple[str, ...]:
+        """The value schema texts the planner saw `topic`'s new lines start with (`FileRange.value_schemas`), in the
+        order its files (by path) and their lines show them first; empty for a Kafka batch or a rerun."""
+        seen: dict[str, None] = {}
+        for r in self.files or ():
+            seen.update((text, None) for named, text in r.value_schemas if named == topic)
+        return tuple(seen)
+
     def events_apart_from(self, topics: set[str]) -> int:
         """How many events (at most) the input holds that cannot be of `topics`: the lines of files that name only
         other topics, the offsets of other topics' partitions."""

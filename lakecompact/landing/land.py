@@ -465,7 +465,7 @@ class Landing:
         location = self.catalog.paths(table).increment(intent.hour, intent.batch)
         if self.storage.exists(folder_stats(location)):
             return None
-        written = self._written(topic, samples)
+        written = self._written(topic, samples, intent)
         if written is None:
             return None
         schema = self.catalog.schema(table)
@@ -473,23 +473,30 @@ class Landing:
             return None  # no schema to read the values with, or a key column the form's probes would shadow
         group = Row(topic=topic, value_schema_hash=written.schema_hash, value_schema=written.value_schema,
                     key_schema=written.key_schema, key_sample=None, value_sample=None, events=0, values=0)
-        shaped = GroupShape(group, written.shape)
+        first = GroupShape(group, written.shapes[0])
         if schema is None:
             if written.key_schema is None and written.avro_id is None and self.config.table(table).key is None:
                 return None  # a new table's key comes from the key schema (Avro's: from the registry)
-            schema = self.schemas.create_table(table, topic, [shaped])
-        outcome = self.schemas.decoder(schema, shaped, intent.landed_at)
-        if isinstance(outcome, str):
-            return None
-        schema, decoder = outcome
-        self.schemas.unplaced_deletes(topic, table, [shaped], lambda: None)  # records that its deletes come as rows
+            schema = self.schemas.create_table(table, topic, [first])
+        decoder = None
+        for taken, shape in enumerate(written.shapes):  # the table evolves through the versions as they come
+            outcome = self.schemas.decoder(schema, GroupShape(group, shape), intent.landed_at)
+            if isinstance(outcome, str):
+                if not taken:
+                    return None
+                # the versions after it land the careful way, which quarantines what it must, with the reason
+                written = decode.Written.of_versions(topic, written.key_schema, list(written.versions[:taken]))
+                break
+            schema, decoder = outcome
+        self.schemas.unplaced_deletes(topic, table, [first], lambda: None)  # records that its deletes come as rows
         return OnePass(written, table, location, schema, self.config.table(table).toast_placeholder,
                        intent.landed_at, decoder)
 
-    def _written(self, topic: str, samples: decode.Samples) -> decode.Written | None:
-        """The form the first lines show of `topic`'s events, when it is one that can land in one pass."""
+    def _written(self, topic: str, samples: decode.Samples, intent: LandIntent) -> decode.Written | None:
+        """The form the first lines show of `topic`'s events (with the other schema versions the planner saw),
+        when it is one that can land in one pass."""
         if topic in samples.values:
-            return self.schemas.written_with_schema(topic, samples)
+            return self.schemas.written_with_schema(topic, samples, intent.value_schemas(topic))
         if topic in samples.avro:
             return self.schemas.written_as_avro(topic, samples.avro[topic])
         return decode.Written(topic, None, None, decode.MessageShape("envelope"), plain=True)
@@ -555,8 +562,8 @@ class Landing:
     @staticmethod
     def _groups(read: DataFrame) -> tuple[list[Row], int, set[str]]:
         """One row per (topic, value schema) of the batch's events, with samples to classify it (metadata, few
-        rows); and the number of lines that are no event and the topics read from some of them (their bytes not
-        UTF-8), from the same pass."""
+        rows), in the order they first come; and the number of lines that are no event and the topics read from
+        some of them (their bytes not UTF-8), from the same pass."""
         payload = F.col("__has_value")
         rows = (
             read.groupBy(F.col("__line_reason").isNotNull().alias("not_event"),
@@ -568,9 +575,12 @@ class Landing:
                 F.first(F.when(payload, F.col("value_keys")), ignorenulls=True).alias("value_sample"),
                 F.count(F.lit(1)).alias("events"),
                 F.count(F.when(payload, 1)).alias("values"),
+                F.min("__kafka_offset").alias("first_offset"),
             )
             .collect()
         )
+        # a topic's groups in the order they come: its table is made from the first and evolves through the others
+        rows.sort(key=lambda row: (row.topic or "", -1 if row.first_offset is None else row.first_offset))
         lines = [row for row in rows if row.not_event]
         return ([row for row in rows if not row.not_event], sum(row.events for row in lines),
                 {row.topic for row in lines if row.topic is not None})

@@ -39,7 +39,8 @@ UNPLACED_DELETE = (
 class GroupShape:
     """One (topic, value schema) group of a batch, and how its values are laid out (or why that is unknown)."""
 
-    group: Row  # topic, value_schema_hash, value_schema, key_schema, key_sample, value_sample, events, values
+    group: Row  # topic, value_schema_hash, value_schema, key_schema, key_sample, value_sample, events, values,
+    # first_offset (not in a one-pass group's)
     shape: MessageShape | None
     error: str | None = None
 
@@ -191,18 +192,23 @@ class TopicSchemas:
         return apply.evolve(self.catalog, self.config, schema, fields, key)
 
     @staticmethod
-    def written_with_schema(topic: str, samples: decode.Samples) -> decode.Written | None:
+    def written_with_schema(topic: str, samples: decode.Samples, seen: tuple[str, ...] = ()) -> decode.Written | None:
         """The form of a topic whose values embed their schema, when its key form is known and its values are
-        rows whose deletes come as rows."""
+        rows whose deletes come as rows. `seen`: the value schema texts the planner saw the topic's lines start
+        with, in the order they come; those that parse into one struct with the sampled one are expected too."""
         if topic not in samples.keys:
             return None
-        try:
-            shape = decode.shape_of(json.loads(samples.values[topic]), [], topic)
-        except SchemaError:
+        sampled = samples.values[topic]
+        accepted = {sampled: _rows_shape(sampled, topic)}
+        if accepted[sampled] is None:
             return None
-        if not _rows_with_deletes(shape):
-            return None
-        return decode.Written(topic, samples.values[topic], samples.keys[topic], shape)
+        texts = list(seen) if sampled in seen else [sampled, *seen]
+        for text in texts:
+            shape = accepted.get(text) or _rows_shape(text, topic)
+            if shape is not None and decode.one_struct([*accepted.values(), shape]):
+                accepted[text] = shape
+        return decode.Written.of_versions(topic, samples.keys[topic],
+                                          [(text, accepted[text]) for text in texts if text in accepted])
 
     def written_as_avro(self, topic: str, schema_id: int) -> decode.Written | None:
         """The form of a topic whose values are Avro of one schema id, when the registry gives its schema and its
@@ -216,6 +222,16 @@ class TopicSchemas:
         if not _rows_with_deletes(shape):
             return None
         return decode.Written(topic, None, None, shape, avro_id=schema_id)
+
+
+def _rows_shape(text: str, topic: str) -> MessageShape | None:
+    """The shape of values with this schema text, when they are rows whose deletes come as rows."""
+    try:
+        schema = json.loads(text)
+        shape = decode.shape_of(schema, [], topic) if isinstance(schema, dict) else None
+    except (ValueError, SchemaError):
+        return None
+    return shape if shape is not None and _rows_with_deletes(shape) else None
 
 
 def _rows_with_deletes(shape: MessageShape) -> bool:
