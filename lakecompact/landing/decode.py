@@ -115,11 +115,14 @@ class Samples:
     keys: dict[str, str | None]  # the key schema's text as written; None: the keys are null
     plain: frozenset[str]  # topics whose values are envelopes without a schema, their keys without one too
     avro: dict[str, int]  # per topic whose values are Avro of one schema id, their keys null or Avro: that id
+    # per topic, every value schema text as written that the lines show, in the order they first come
+    versions: dict[str, tuple[str, ...]]
 
 
 def as_written_samples(raw: DataFrame) -> Samples:
-    """From the first lines (`head`; of each topic, the input's own), in one job: per topic, the schema text values start with
-    (`schemas_as_written`); per topic whose keys there are all null or all in Connect's form, the key schema's
+    """From the first lines (`head`; of each topic, the input's own; of a Kafka batch, each partition's last
+    too), in one job: per topic, the schema text values start with first (`schemas_as_written`) and every other
+    they start with; per topic whose keys there are all null or all in Connect's form, the key schema's
     text (the first whole object in text order), or None when they are all null (a keyless topic); the topics
     whose values there are all Debezium envelopes without a schema (Connect JSON with `schemas.enable=false`),
     their keys null or without one; and per topic whose values there are all Avro of one schema id (Confluent's
@@ -141,11 +144,12 @@ def as_written_samples(raw: DataFrame) -> Samples:
                         key_null_or_avro().alias("avro_key"), "__kafka_offset")
     rows = forms.groupBy(*[c for c in forms.columns if c != "__kafka_offset"]).agg(
         F.min("__kafka_offset").alias("first")).collect()
-    values: dict[str, str] = {}
-    # the value schema a topic's values come with first (a table is made from it, and evolves through the others)
+    versions: dict[str, dict[str, None]] = {}
     for row in sorted(rows, key=lambda r: (r.topic, -1 if r.first is None else r.first, r.value or "")):
-        if row.topic not in values and _whole_object(row.value):
-            values[row.topic] = row.value
+        if _whole_object(row.value):
+            versions.setdefault(row.topic, {})[row.value] = None
+    # the value schema a topic's values come with first (a table is made from it, and evolves through the others)
+    values = {topic: next(iter(texts)) for topic, texts in versions.items()}
     keys: dict[str, str | None] = {}
     plains = set()
     for topic in sorted({row.topic for row in rows}):
@@ -158,7 +162,8 @@ def as_written_samples(raw: DataFrame) -> Samples:
         with_values = [row for row in of_topic if not row.tombstone]
         if with_values and all(_plain_envelope(row) for row in with_values):
             plains.add(topic)
-    return Samples(values, keys, frozenset(plains), _avro_ids(rows))
+    return Samples(values, keys, frozenset(plains), _avro_ids(rows),
+                   {topic: tuple(texts) for topic, texts in versions.items()})
 
 
 def _avro_ids(rows: list[Row]) -> dict[str, int]:

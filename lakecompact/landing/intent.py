@@ -66,6 +66,13 @@ class LandIntent:
             seen.update((text, None) for named, text in r.value_schemas if named == topic)
         return tuple(seen)
 
+    def last(self, count: int) -> LandIntent:
+        """This intent with only the last `count` offsets of each Kafka partition (the same input otherwise)."""
+        if self.kafka is None:
+            return self
+        return dataclasses.replace(self, kafka={n: {"start": max(b["start"], b["end"] - count), "end": b["end"]}
+                                                for n, b in self.kafka.items()})
+
     def events_apart_from(self, topics: set[str]) -> int:
         """How many events (at most) the input holds that cannot be of `topics`: the lines of files that name only
         other topics, the offsets of other topics' partitions."""

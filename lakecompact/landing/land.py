@@ -44,6 +44,8 @@ from lakecompact.schema import apply
 
 # one-pass tables written at once by a land (docs/design.md "Landing protocol")
 SCANS_SIDE_BY_SIDE = 4
+# a Kafka batch's last offsets of each partition sampled besides its first lines, for the schema versions they show
+LAST_SAMPLED = 100
 NO_SCHEMA = "no schema known for this topic: its events carry none, and no earlier event or registry gave one"
 
 
@@ -316,10 +318,13 @@ class Landing:
 
     def _head(self, intent: LandIntent, unnumbered: list[files.FileRange]) -> DataFrame:
         """The lines the batch's forms are sampled from: the first lines of each topic the input names (read from
-        only the input that may hold it), and the first of the input that names none."""
+        only the input that may hold it), and the first of the input that names none; of a Kafka batch, each
+        partition's last ones too (the planner, which notes a file's schema versions, reads no Kafka message)."""
         named, unnamed = intent.topics_named()
         heads = [decode.head(self._read(intent.of_topics({topic}), unnumbered).where(F.col("__kafka_topic") == topic))
                  for topic in sorted(named)]
+        if intent.kafka is not None and named:
+            heads.append(self._read(intent.last(LAST_SAMPLED)))
         if unnamed or not heads:
             heads.append(decode.head(self._read(intent, unnumbered)))
         return union_all(heads)
@@ -493,10 +498,11 @@ class Landing:
                        intent.landed_at, decoder)
 
     def _written(self, topic: str, samples: decode.Samples, intent: LandIntent) -> decode.Written | None:
-        """The form the first lines show of `topic`'s events (with the other schema versions the planner saw),
-        when it is one that can land in one pass."""
+        """The form the first lines show of `topic`'s events (with the other schema versions the sample and the
+        planner saw), when it is one that can land in one pass."""
         if topic in samples.values:
-            return self.schemas.written_with_schema(topic, samples, intent.value_schemas(topic))
+            seen = tuple(dict.fromkeys([*samples.versions[topic], *intent.value_schemas(topic)]))
+            return self.schemas.written_with_schema(topic, samples, seen)
         if topic in samples.avro:
             return self.schemas.written_as_avro(topic, samples.avro[topic])
         return decode.Written(topic, None, None, decode.MessageShape("envelope"), plain=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from lakecompact.landing import decode, kafka
+from lakecompact.landing import decode, kafka, land
 from lakecompact.landing.land import Landing
 from tests.support import avro as avro_support
 from tests.support.databases import database_name
@@ -116,10 +116,13 @@ def test_an_avro_topic_of_one_schema_id_lands_in_one_pass_as_the_careful_way_lan
     _same_as_careful(lake, report, careful, careful_report)
 
 
+@pytest.mark.parametrize("last_sampled", [False, True], ids=["the first lines sampled", "the last too"])
 def test_a_schema_id_changed_mid_batch_lands_the_topic_whole_the_careful_way(
-        spark, tmp_path, registry, monkeypatch, careful_calls):
+        spark, tmp_path, registry, monkeypatch, careful_calls, last_sampled):
+    if not last_sampled:  # the lines sampled show the first id only: the one-pass scan finds the second
+        monkeypatch.setattr(land, "LAST_SAMPLED", 0)
     v1, v2 = Topic(TOPIC, V1, ["id"]), Topic(TOPIC, V2, ["id"])
-    n = decode.SAMPLE_LINES  # the lines sampled show the first id only: the one-pass scan finds the second
+    n = decode.SAMPLE_LINES
     records = _avro(registry, v1, [v1.event("u", {"id": 1, "name": f"n{i}"}, i) for i in range(1, n + 1)])
     v2.next_offset = n
     records += _avro(registry, v2, [v2.event("c", {"id": 2, "name": "b", "note": "new"}, n + 1),
@@ -134,7 +137,9 @@ def test_a_schema_id_changed_mid_batch_lands_the_topic_whole_the_careful_way(
 
     monkeypatch.setattr(Landing, "_one_pass_plan", spied)
     lake, report = _landed(spark, tmp_path, registry, records, monkeypatch, "one-pass")
-    assert planned == [(TOPIC, 1)] and careful_calls == ["careful"]  # planned for one pass, landed the careful way
+    # planned for one pass and landed the careful way; or, the partition's last messages sampled showing the
+    # second id, not planned for one pass at all
+    assert planned == ([] if last_sampled else [(TOPIC, 1)]) and careful_calls == ["careful"]
     assert _counts(report) == (n + 2, {TABLE: n + 2}, {}, 0)
     assert lake.view(TABLE, order="id") == [{"id": 1, "name": "last", "note": "again"},
                                             {"id": 2, "name": "b", "note": "new"}]

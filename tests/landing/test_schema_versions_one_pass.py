@@ -1,8 +1,10 @@
 """A topic whose batch holds several versions of its value schema (a table that gained columns while it was
-captured) lands in one pass when the planner saw those versions in the lines it counted (every HINT_EVERY-th),
-and they parse into one struct; the table evolves through them in the order they come, as the careful way evolves it. A version with a
-column of another type, or a batch the planner gave no versions for (a rerun), lands the careful way, exactly the
-same (docs/design.md "Landing protocol")."""
+captured) lands in one pass when the planner saw those versions in the lines it counted (every HINT_EVERY-th) or
+the batch's first lines show them, and they parse into one struct; the table evolves through them in the order
+they come, as the careful way evolves it. A version with a column of another type, or a batch whose versions
+neither show (a rerun plans without them), lands the careful way, exactly the same (docs/design.md "Landing
+protocol"). A Kafka batch's versions are sampled from each partition's last messages too:
+tests/e2e/test_kafka_schema_versions.py."""
 
 from __future__ import annotations
 
@@ -11,8 +13,7 @@ import json
 import pytest
 
 from lakecompact.lake.catalog import Catalog
-from lakecompact.landing import files
-from lakecompact.landing.land import Landing
+from lakecompact.landing import decode, files
 from tests.support.debezium import BIGINT, INT, TEXT, Topic
 
 TABLE = "public_items"
@@ -22,20 +23,6 @@ TABLE = "public_items"
 def every_line_hinted(monkeypatch):
     """The planner looks at every line's value schema (it samples every HINT_EVERY-th line: these batches are small)."""
     monkeypatch.setattr(files, "HINT_EVERY", 1)
-
-
-@pytest.fixture
-def careful(monkeypatch) -> list[set[str]]:
-    """The topics each careful land of a batch took (it still lands them)."""
-    seen: list[set[str]] = []
-    land_careful = Landing._land_careful
-
-    def spied(self, intent, read, *args):
-        seen.append({row[0] for row in read.select("__kafka_topic").distinct().collect()})
-        return land_careful(self, intent, read, *args)
-
-    monkeypatch.setattr(Landing, "_land_careful", spied)
-    return seen
 
 
 def _kcat(line: dict) -> str:
@@ -58,15 +45,18 @@ def _three_versions(lake) -> list[dict]:
     return [{"id": 1, "name": "n1", "score": 5}, {"id": 2, "name": "n2"}, {"id": 3, "name": "n3", "score": 8, "note": "x"}]
 
 
-@pytest.mark.parametrize("planned", [True, False], ids=["versions planned", "no versions planned"])
-def test_three_schema_versions_in_a_batch_land_in_one_pass_and_as_the_careful_way(lake, careful, monkeypatch,
-                                                                                  planned):
-    if not planned:  # as a rerun of the batch plans it: no versions besides what the sample shows
+@pytest.mark.parametrize(("planned", "sampled"), [(True, False), (False, True), (False, False)],
+                         ids=["versions planned", "versions sampled", "neither"])
+def test_three_schema_versions_in_a_batch_land_in_one_pass_and_as_the_careful_way(lake, careful_calls, monkeypatch,
+                                                                                  planned, sampled):
+    if not planned:  # as a rerun of the batch plans it: no versions noted
         monkeypatch.setattr(files, "HINTED_SCHEMAS", 0)
+    if not sampled:  # the first lines show the first version only
+        monkeypatch.setattr(decode, "SAMPLE_LINES", 1)
     expected = _three_versions(lake)
     report = lake.land()
     assert report.events_in == 7 and report.rows_out == {TABLE: 7} and report.quarantined == {}
-    assert careful == ([] if planned else [{"pg.public.items"}])
+    assert careful_calls == ([] if planned or sampled else ["careful"])
     assert lake.view(TABLE, order="id") == expected
     schema = Catalog(lake.spark, lake.config).schema(TABLE)
     # created from the first version, then a change for each later one
@@ -75,7 +65,7 @@ def test_three_schema_versions_in_a_batch_land_in_one_pass_and_as_the_careful_wa
     assert lake.view(TABLE, order="id") == expected
 
 
-def test_a_version_whose_column_changes_type_lands_the_careful_way(lake, careful):
+def test_a_version_whose_column_changes_type_lands_the_careful_way(lake, careful_calls):
     items = Topic("pg.public.items", [("id", INT), ("score", INT)], ["id"])
     lines = [items.event("c", {"id": 1, "score": 1}, 10)]
     items.columns[1] = ("score", BIGINT)  # a widening: the same column decodes from another wire type
@@ -83,7 +73,7 @@ def test_a_version_whose_column_changes_type_lands_the_careful_way(lake, careful
     lake.write([_kcat(e) for e in lines])
     report = lake.land()
     assert report.rows_out == {TABLE: 2} and report.quarantined == {}
-    assert careful == [{"pg.public.items"}]
+    assert careful_calls == ["careful"]
     assert lake.view(TABLE, order="id") == [{"id": 1, "score": 1}, {"id": 2, "score": 2**40}]
 
 
