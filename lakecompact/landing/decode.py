@@ -259,8 +259,8 @@ def split_message(raw: DataFrame, known: dict[str, str] | None = None) -> DataFr
 @dataclass(frozen=True)
 class Written:
     """A topic whose values (and keys) are expected in the form its first lines show: the schema texts as written
-    (`as_written_samples`; key None: the topic's keys are null; `versions`: the value schema texts the planner saw
-    besides) and the value's shape; or, `plain`, envelopes without a schema, read with the table's own (its keys
+    (`as_written_samples`; key None: the topic's keys are null; `versions`: the value schema texts the sample and
+    the planner saw besides) and the value's shape; or, `plain`, envelopes without a schema, read with the table's own (its keys
     JSON without one, or null); or, `avro_id`, Avro values of that schema id in Confluent's wire format
     (`avro_values.as_written`), their keys null or Avro."""
 
@@ -320,8 +320,8 @@ def as_written(raw: DataFrame, written: Written, fields: list[Field], key_wire: 
     """The raw events with, for those of `written.topic` in the form written, the value parsed straight into its
     wire struct of `fields` as `m` (and the key's into `k`) in one parse each: `__fits` says the event takes the
     one-pass decode (that form, its value starting with one of `written.value_schemas`; the parse whole: no part of
-    the message failed), `__tombstone` that it is a Kafka tombstone of the topic. Every other event of the topic fits neither, and lands the careful way (split_message).
-    A plain value fits when it parses whole with neither of Connect's wrapper keys and has an op; its key, when
+    the message failed), `__tombstone` that it is a Kafka tombstone of the topic. Every other event of the topic
+    fits neither, and lands the careful way (split_message). A plain value fits when it parses whole with neither of Connect's wrapper keys and has an op; its key, when
     it has one, likewise."""
     options = {**_WRAPPER_OPTIONS, **_WHOLE}
     of_topic = event_of(written.topic)
