@@ -194,8 +194,9 @@ class TopicSchemas:
     @staticmethod
     def written_with_schema(topic: str, samples: decode.Samples, seen: tuple[str, ...] = ()) -> decode.Written | None:
         """The form of a topic whose values embed their schema, when its key form is known and its values are
-        rows whose deletes come as rows. `seen`: the value schema texts the planner saw the topic's lines start
-        with, in the order they come; those that parse into one struct with the sampled one are expected too."""
+        rows whose deletes come as rows. `seen`: the value schema texts the sample and the planner saw the topic's
+        lines start with, in the order they come; those that parse into one struct with the sampled one are
+        expected too."""
         if topic not in samples.keys:
             return None
         sampled = samples.values[topic]
