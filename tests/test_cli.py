@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import time
 
 import pytest
 
 from lakecompact.cli import COMMANDS, _parser, main
 from lakecompact.errors import MissingFile, as_missing_file
 from tests.support.cli import ROOT, lakecompact, minimal_config
+from tests.support.poll import poll
 
 
 @pytest.mark.parametrize(
@@ -76,10 +76,7 @@ def test_a_query_of_a_table_that_is_not_there_is_one_line(tmp_path, monkeypatch)
 
     # Spark deletes its own folders (spark-*, blockmgr-*) as its JVM shuts down, which can end after the command's
     # Python process has: what is still there after that is left for good
-    deadline = time.monotonic() + 60
-    while left() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert left() == []
+    poll(lambda: left() == [], 60, f"the temporary folders left empty (still there: {left()})", interval=0.2)
 
 
 @pytest.mark.parametrize("command", [c.name for c in COMMANDS])

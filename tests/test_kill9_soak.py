@@ -14,7 +14,6 @@ import os
 import random
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from tests.semantics.reference import expected_view
 from tests.support.cli import killed, start
 from tests.support.databases import database_name, lake_config
 from tests.support.layout import archived_batches, batch_folders, unconsumed_batches
+from tests.support.poll import poll
 from tests.support.source import Source, deliver
 
 pytestmark = [pytest.mark.soak, pytest.mark.spark]
@@ -118,14 +118,15 @@ def _bury(group: int) -> None:
         os.killpg(group, signal.SIGKILL)
     except ProcessLookupError:
         return
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+
+    def gone() -> bool:
         try:
             os.killpg(group, 0)
         except ProcessLookupError:
-            return
-        time.sleep(0.1)  # polling for the group to be gone
-    raise AssertionError(f"process group {group} outlived SIGKILL")
+            return True
+        return False
+
+    poll(gone, 60, f"process group {group} gone after SIGKILL", interval=0.1)
 
 
 def test_a_kill_at_every_step_then_the_same_command_is_exact(tmp_path, metastore_uri):

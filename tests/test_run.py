@@ -9,7 +9,6 @@ import json
 import random
 import signal
 import subprocess
-import time
 
 import pytest
 import requests
@@ -17,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.semantics.reference import expected_view
 from tests.support.cli import minimal_config, read_views, start_run
+from tests.support.poll import poll
 from tests.support.ports import free_port
 from tests.support.source import Source, deliver
 
@@ -32,19 +32,19 @@ def scrape(port: int) -> dict[tuple[str, str], float]:
 
 
 def wait_for(condition, what: str, process: subprocess.Popen, timeout: float = 300):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            out, err = process.communicate()
-            raise AssertionError(f"run exited ({process.returncode}) while waiting for {what}:\n{out[-3000:]}\n{err[-3000:]}")
+    def found():
         try:
-            found = condition()
+            return condition()
         except (requests.ConnectionError, KeyError):
-            found = None
-        if found:
-            return found
-        time.sleep(0.5)  # polling the condition, not waiting for it
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            return None
+
+    def gone() -> str | None:
+        if process.poll() is None:
+            return None
+        out, err = process.communicate()
+        return f"run exited ({process.returncode}):\n{out[-3000:]}\n{err[-3000:]}"
+
+    return poll(found, timeout, f"waiting for {what}", interval=0.5, gone=gone)
 
 
 def settled(port: int, events_in: int) -> dict | None:

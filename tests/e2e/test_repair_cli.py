@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import pytest
 
 from tests.e2e.support.common import unique
 from tests.support.cli import ROOT, lakecompact, process_env
 from tests.support.debezium import INT, TEXT, Topic
+from tests.support.poll import poll
 
 pytestmark = pytest.mark.e2e
 
@@ -47,10 +47,8 @@ def test_repair_waits_for_the_keys_it_asked_for_and_names_the_one_that_never_cam
         repair = subprocess.Popen([sys.executable, "-m", "lakecompact", "--config", str(config), "repair", "--wait",
                                    "40"], cwd=ROOT, env=process_env(), stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 180
-        while stack.pg_sql(f"SELECT count(*) FROM {schema}.debezium_signal;") == [("0",)]:  # polls the signal
-            assert repair.poll() is None and time.monotonic() < deadline, repair.communicate()
-            time.sleep(0.5)
+        poll(lambda: stack.pg_sql(f"SELECT count(*) FROM {schema}.debezium_signal;") != [("0",)], 180,
+             "repair's signal", interval=0.5, gone=lambda: repair.poll() is not None and str(repair.communicate()))
         _produce(spark, stack, [topic.event("r", {"id": 2, "note": "changed"}, 102)])  # as Debezium, for key 2 only
         out, err = repair.communicate(timeout=300)
     finally:

@@ -8,9 +8,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
+
+from tests.support.poll import poll
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,10 +55,7 @@ def stop_at(config: Path, args: tuple[str, ...], step: str, while_stopped: Calla
     process = subprocess.Popen([sys.executable, "-m", "lakecompact", "--config", str(config), *args],
                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + timeout
-        while not stopped(process):
-            assert time.monotonic() < deadline, f"{args} did not reach {step} within {timeout}s"
-            time.sleep(0.5)  # polling for the stop point
+        poll(lambda: stopped(process), timeout, f"{args} reaching {step}", interval=0.5)
         while_stopped()
         os.kill(process.pid, signal.SIGCONT)
         out, err = process.communicate(timeout=timeout)

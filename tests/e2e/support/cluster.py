@@ -29,6 +29,7 @@ from tests.e2e.support.columns import Column, Table, canonical
 from tests.e2e.support.common import say
 from tests.e2e.support.comparison import Comparison, compare_rows
 from tests.e2e.support.sources import SourceDb
+from tests.support.poll import poll as support_poll
 
 MAIN = Path(lakecompact.__file__).resolve().parent / "__main__.py"  # the entry point spark-submit runs
 # short-lived JVMs on two cores: C2's compilations would take a core from the tasks (docs/configuration.md "Spark and JVM settings": what
@@ -220,16 +221,13 @@ def start(folder: Path, name: str, command: list[str], args: tuple[str, ...], **
 def poll(check: Callable[[], Any], timeout: float, what: str, job: Job | None = None, interval: float = 0.25) -> Any:
     """Call `check` until it returns something truthy (returned); fails after `timeout`, or at once when `job`
     exited."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if job is not None and job.process.poll() is not None:
-            raise AssertionError(f"{job.name} exited {job.process.returncode} before {what}:\n{job.tail()}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout:.0f}s" + (f"\n{job.tail()}" if job else ""))
-        time.sleep(interval)
+    if job is None:
+        return support_poll(check, timeout, what, interval=interval)
+
+    def gone() -> str | None:
+        return None if job.process.poll() is None else f"{job.name} exited {job.process.returncode}:\n{job.tail()}"
+
+    return support_poll(check, timeout, what, interval=interval, gone=gone, detail=job.tail)
 
 
 # -- the demo's first events ----------------------------------------------------------------------------------

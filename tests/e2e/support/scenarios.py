@@ -30,6 +30,7 @@ from tests.e2e.support.sources import MariaDb, Postgres, SourceDb
 from tests.e2e.support.verification import lake_tables, verdicts, verify_config, verify_then_damage
 from tests.e2e.support.workload import Workload
 from tests.support.crash import Crash, crash_once
+from tests.support.poll import poll
 
 # -- the scenario of test_postgres_to_lake and test_mariadb_to_lake ------------------------------------------
 INITIAL_ROWS = {"accounts": 30, "orders": 36, "audit": 8, "names": 3}
@@ -206,9 +207,8 @@ def verify_while_writing(spark, stack, config, db: SourceDb, workload: Workload)
 
     lander = threading.Thread(target=land_until_stopped, daemon=True)
     writer.start()
-    deadline = time.monotonic() + 60
-    while writer.done < 5 and writer.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.1)  # polls the writer's progress: verify starts once the source is ahead of the lake
+    # verify starts once the source is ahead of the lake
+    poll(lambda: writer.done >= 5 or not writer.is_alive(), 60, "the writer's first statements", interval=0.1)
     lander.start()
     try:
         found = verdicts(spark, verify_config(config, db, settle_seconds=30), lake_tables(db))

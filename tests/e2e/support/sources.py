@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tests.e2e.support.columns import Column, Table
+from tests.support.poll import poll
 
 
 def pg_type(kind: str) -> str:
@@ -156,10 +156,8 @@ class SourceDb:
                 table = line.removeprefix(_TABLE_MARK)
             else:
                 rows[table].append(json.loads(line))
-        deadline = time.monotonic() + 10
-        while self.run(self.clock_statement)[0][:19] == clock[:19]:
-            assert time.monotonic() < deadline, f"{self.kind}: the clock stayed at {clock}"
-            time.sleep(0.05)  # polls the database's clock into the next second
+        poll(lambda: self.run(self.clock_statement)[0][:19] != clock[:19], 10,
+             f"{self.kind}: the clock past {clock}", interval=0.05)
         return Moment(clock, tuple(tables), rows)
 
     def register(self, tables: list[Table], **overrides) -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import time
 from dataclasses import dataclass
 
 from tests.e2e.support.common import say
 from tests.e2e.support.sources import SourceDb
+from tests.support.poll import poll
 
 NEW_KEY = 1_000_000  # an accounts key the workload never makes
 SIGNAL_TABLE = "debezium_signal"  # the repair connector's signalling table
@@ -177,14 +177,13 @@ def _wait_for_event(spark, db: SourceDb, table: str, matches, what: str, *, op: 
     """Poll the table's topic until an event of `op` whose row (its after image; a delete's before) matches."""
     from tests.e2e.support.kafka import read_messages
 
-    deadline = time.monotonic() + timeout
-    while True:
+    def arrived() -> bool:
         for message in read_messages(spark, db.stack.KAFKA_BOOTSTRAP, [db.topic(table)]):
             body = json.loads(message["payload"]) if message["payload"] else {}
             body = body.get("payload", body)
             row = body.get("before" if op == "d" else "after") or {}
             if body.get("op") == op and matches(row):
-                return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{db.kind}: no {op} event of {what} in {db.topic(table)} within {timeout:.0f}s")
-        time.sleep(1)  # polls Kafka
+                return True
+        return False
+
+    poll(arrived, timeout, f"{db.kind}: a {op} event of {what} in {db.topic(table)}", interval=1)
