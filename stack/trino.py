@@ -46,6 +46,9 @@ def java_home() -> Path:
     return home
 
 
+DATA_DIR = STACK_DIR / "trino" / "data"  # node.data-dir: the launcher's pid file, Trino's own state
+
+
 def _write_conf() -> Path:
     """etc/ for the launcher: one node that is coordinator and worker, on loopback, memory sized for 2 cores; the
     Hive catalog reads file: tables (a local warehouse) through Hadoop's local file system (fs.hadoop.enabled:
@@ -58,10 +61,9 @@ def _write_conf() -> Path:
     deprecated. No test reads s3a:// with Trino."""
     etc = CONF_DIR / "trino"
     (etc / "catalog").mkdir(parents=True, exist_ok=True)
-    data = STACK_DIR / "trino" / "data"
-    data.mkdir(parents=True, exist_ok=True)
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
     files = {
-        "node.properties": f"node.environment=lakecompact\nnode.id=lakecompact-stack\nnode.data-dir={data}\n"
+        "node.properties": f"node.environment=lakecompact\nnode.id=lakecompact-stack\nnode.data-dir={DATA_DIR}\n"
                            f"node.bind-ip={HOST}\nnode.internal-address={HOST}\n",
         # the last three: what Trino's libraries do on Java 25 (an agent loaded at run time, native code,
         # sun.misc.Unsafe) allowed, not warned about at every start
@@ -99,6 +101,9 @@ class Trino(Component):
             raise StackError(f"Trino is not installed under {TRINO_HOME}: run scripts/stack/install.sh")
         jdk = java_home()
         etc = _write_conf()
+        # the launcher's own pid file outlives a Trino that was stopped or killed, and the launcher refuses to start
+        # ("already running") when another process has taken that pid since: this component's pid says none runs
+        (DATA_DIR / "var" / "run" / "launcher.pid").unlink(missing_ok=True)
         log(f"starting Trino on {TRINO_URL} (catalog {TRINO_CATALOG}: the metastore {METASTORE_URI}; Java {jdk})")
         spawn("trino", [str(TRINO_HOME / "bin" / "launcher"), "run", f"--etc-dir={etc}"],
               env={"JAVA_HOME": str(jdk)})  # the launcher runs $JAVA_HOME/bin/java

@@ -2,6 +2,7 @@
 botocore signed them (no service started)."""
 
 import datetime
+import os
 
 import botocore.auth
 
@@ -34,3 +35,25 @@ def test_s3_requests_are_signed_with_aws_signature_v4(monkeypatch):
                          "SignedHeaders=host;if-none-match;x-amz-content-sha256;x-amz-date, "
                          "Signature=2b7bc5afbf8bdde151763d701e9734285d930da0e25da57bd1ef294c7750edd0",
     }
+
+
+def test_trino_starts_past_a_pid_file_its_launcher_left(monkeypatch, tmp_path):
+    """The launcher refuses to start while its pid file names a live process, which after a stop or a kill is
+    whatever took that pid since (here this test's own)."""
+    from stack import trino
+
+    home, data = tmp_path / "home", tmp_path / "data"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "launcher").touch()
+    (data / "var" / "run").mkdir(parents=True)
+    (data / "var" / "run" / "launcher.pid").write_text(str(os.getpid()))
+    spawned = []
+    monkeypatch.setattr(trino, "TRINO_HOME", home)
+    monkeypatch.setattr(trino, "DATA_DIR", data)
+    monkeypatch.setattr(trino, "CONF_DIR", tmp_path / "conf")
+    monkeypatch.setattr(trino, "java_home", lambda: tmp_path / "jdk")
+    monkeypatch.setattr(trino, "spawn", lambda name, command, env: spawned.append(command))
+    monkeypatch.setattr(trino.Trino, "pid", lambda self: None)
+    assert trino.SERVICE.start()
+    assert not (data / "var" / "run" / "launcher.pid").exists()
+    assert spawned == [[str(home / "bin" / "launcher"), "run", f"--etc-dir={tmp_path / 'conf' / 'trino'}"]]
