@@ -76,7 +76,8 @@ def test_a_query_of_a_table_that_is_not_there_is_one_line(tmp_path, monkeypatch)
 
     # Spark deletes its own folders (spark-*, blockmgr-*) as its JVM shuts down, which can end after the command's
     # Python process has: what is still there after that is left for good
-    poll(lambda: left() == [], 60, f"the temporary folders left empty (still there: {left()})", interval=0.2)
+    poll(lambda: left() == [], 60, "the temporary folders left empty", interval=0.2,
+         detail=lambda: f"still there: {left()}")
 
 
 @pytest.mark.parametrize("command", [c.name for c in COMMANDS])
