@@ -99,12 +99,17 @@ _STARTED_STACK = pytest.StashKey[list]()
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session):
-    """What the run's processes share of the e2e stack, started once for the whole run before pytest-xdist starts
+    """That the package the tests' processes import is this checkout's (else one line, and no test runs). Then
+    what the run's processes share of the e2e stack, started once for the whole run before pytest-xdist starts
     its workers (two workers starting it at once would race), and stopped at the end unless it was running before:
     the metastore (LAKECOMPACT_TEST_METASTORE=stack); for `--e2e together`, all of the stack the end-to-end tests
     use, so that no test's fixture stops a service another test uses at the same time."""
     if _is_xdist_worker(session.config) or session.config.option.collectonly:
         return
+    from tests.support.cli import installed_elsewhere
+
+    if wrong := installed_elsewhere():
+        pytest.exit(wrong, returncode=pytest.ExitCode.USAGE_ERROR)
     import stack
     from tests.e2e.conftest import shared_components
 

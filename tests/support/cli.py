@@ -14,6 +14,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]  # the repository: where a process runs `python -m lakecompact`
 
 
+def installed_elsewhere(python: Path | str = sys.executable) -> str | None:
+    """Why the tests would not run this checkout's package, or None: a process that does not start in the
+    checkout (a spark-submit driver, the object-store script) imports the installed one, which must be this
+    checkout's (scripts/setup.sh installs it editable)."""
+    found = subprocess.run([str(python), "-c", "import lakecompact; print(lakecompact.__file__)"], cwd="/",
+                           capture_output=True, text=True, check=False, timeout=60)
+    if found.returncode != 0:
+        return f"lakecompact is not installed for {python}: run scripts/setup.sh (pip install -e {ROOT})"
+    package = Path(found.stdout.strip()).resolve().parent
+    if package != ROOT / "lakecompact":
+        return (f"{python} imports lakecompact from {package}, not from this checkout ({ROOT}): run "
+                f"scripts/setup.sh (pip install -e {ROOT})")
+    return None
+
+
 def process_env(kill_at: str | None = None) -> dict[str, str]:
     """The environment of a `lakecompact` process: Spark's log at ERROR; with kill_at, it kills itself (SIGKILL)
     after that step (crashpoints.py)."""
