@@ -21,11 +21,15 @@ def log(msg: str) -> None:
 
 
 def poll(check: Callable[[], object], timeout: float, what: str, interval: float = 0.25,
-         fail_fast: Callable[[], str | None] | None = None, log: Path | None = None):
+         fail_fast: Callable[[], str | None] | None = None, log: Path | None = None, *,
+         not_yet: tuple[type[BaseException], ...] = (Exception,), failure: type[Exception] = StackError,
+         detail: Callable[[], str] | None = None):
     """Call ``check`` until it returns a truthy value (returned) or ``timeout``
-    seconds pass (StackError). Exceptions from ``check`` count as "not yet".
+    seconds pass (``failure``, StackError unless the caller says). Exceptions of
+    ``not_yet`` from ``check`` count as "not yet"; others propagate.
     ``fail_fast`` may return an error text to stop early (e.g. process died);
-    ``log`` is a log file whose tail goes into the timeout error."""
+    ``log`` is a log file whose tail goes into the timeout error, ``detail``
+    what else it should show. tests/support/poll.py is the tests' call of it."""
     deadline = time.monotonic() + timeout
     last_exc: BaseException | None = None
     while True:
@@ -33,17 +37,17 @@ def poll(check: Callable[[], object], timeout: float, what: str, interval: float
             result = check()
             if result:
                 return result
-        except Exception as exc:  # noqa: BLE001 - polling treats errors as "not ready"
+        except not_yet as exc:
             last_exc = exc
         if fail_fast is not None:
             err = fail_fast()
             if err:
-                raise StackError(f"{what}: {err}")
+                raise failure(f"{what}: {err}")
         if time.monotonic() >= deadline:
-            raise StackError(f"timed out after {timeout:.0f}s waiting for {what}"
-                             + (f" (last error: {last_exc!r})" if last_exc else "")
-                             + (f"\n{tail(log)}" if log else ""))
-        time.sleep(interval)
+            raise failure(f"timed out after {timeout:.0f}s waiting for {what}"
+                          + (f" (last error: {last_exc!r})" if last_exc else "")
+                          + (f"\n{tail(log)}" if log else "") + (f"\n{detail()}" if detail else ""))
+        time.sleep(interval)  # polling the condition, not waiting for it
 
 
 def tail(path: Path, n: int = 40) -> str:

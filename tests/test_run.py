@@ -32,19 +32,14 @@ def scrape(port: int) -> dict[tuple[str, str], float]:
 
 
 def wait_for(condition, what: str, process: subprocess.Popen, timeout: float = 300):
-    def found():
-        try:
-            return condition()
-        except (requests.ConnectionError, KeyError):
-            return None
-
     def gone() -> str | None:
         if process.poll() is None:
             return None
         out, err = process.communicate()
         return f"run exited ({process.returncode}):\n{out[-3000:]}\n{err[-3000:]}"
 
-    return poll(found, timeout, f"waiting for {what}", interval=0.5, gone=gone)
+    return poll(condition, timeout, what, interval=0.5, gone=gone,
+                not_yet=(requests.ConnectionError, KeyError))
 
 
 def settled(port: int, events_in: int) -> dict | None:

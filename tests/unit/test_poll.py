@@ -15,7 +15,7 @@ def test_the_first_truthy_result_is_returned():
 
 
 def test_a_condition_never_met_fails_naming_it_and_the_detail():
-    with pytest.raises(AssertionError, match=r"^the lock renewed: not within 0s\nlast lines$"):
+    with pytest.raises(AssertionError, match=r"^timed out after 0s waiting for the lock renewed\nlast lines$"):
         poll(lambda: False, 0.05, "the lock renewed", interval=0.01, detail=lambda: "last lines")
 
 
