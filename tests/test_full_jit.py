@@ -44,6 +44,10 @@ def test_the_unfolded_rows_are_those_of_the_increments_above_each_tables_version
     lake.write(_events(8, 4))
     lake.land()
     assert unfolded_rows(lake.config, ["public_parts"]) == 4
+    schemaless = Topic("pg.public.crates", [("id", INT)], ["id"], with_schema=False)
+    lake.write([schemaless.event("c", {"id": 1}, 500)], name="crates.jsonl")  # no table: quarantined only
+    assert lake.land().quarantined == {"public_crates": 1}
+    assert unfolded_rows(lake.config) == 6
 
 
 def test_what_is_off_the_local_disk_is_not_known_before_a_jvm(tmp_path):

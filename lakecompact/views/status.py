@@ -78,8 +78,9 @@ def unfolded_rows(config: Config, tables: list[str] | None = None) -> int | None
     on the local disk (or a count was not recorded)."""
     if not is_local(config.warehouse):
         return None
+    # a name with quarantined events and no table (and the events of none) has no increments to fold
     pending = [row["pending_events"] for row in status(None, config)
-               if row["table"] != UNPLACED and (tables is None or table_of(row) in tables)]
+               if "pending_events" in row and (tables is None or table_of(row) in tables)]
     return None if None in pending else sum(pending)
 
 
