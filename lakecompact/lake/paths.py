@@ -101,6 +101,21 @@ class TablePaths:
         return f"{self.state}/deletes.json"
 
     @property
+    def held_truncates(self) -> str:
+        """Truncates of a table not made yet because its key is not known (docs/design.md "Keys and keyless
+        tables"), one folder per batch that held some, until the batch that makes the table lands them."""
+        return f"{self.state}/held_truncates"
+
+    def held_truncates_of(self, batch: int) -> str:
+        return f"{self.held_truncates}/batch={batch}"
+
+    @property
+    def held_truncates_landed(self) -> str:
+        """The batch whose increment took the held truncates ({"batch": n}); beside their folder, so that the
+        folder goes before the record does."""
+        return f"{self.state}/held_truncates_landed.json"
+
+    @property
     def verified(self) -> str:
         """What the latest `verify` found: when, and how many keys differed from the source, by kind."""
         return f"{self.state}/verify.json"

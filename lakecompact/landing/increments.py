@@ -13,6 +13,7 @@ from lakecompact.lake.model import META_COLUMNS
 from lakecompact.lake.storage import folder_stats
 from lakecompact.landing.intent import LandIntent
 from lakecompact.naming import increments_table
+from lakecompact.report import say
 from lakecompact.spark import write_counted
 
 # the message as it came (Avro values as bytes), so that `requeue` can land it again once the cause is fixed
@@ -29,6 +30,12 @@ class IncrementWriter:
     def __init__(self, spark: SparkSession, catalog: Catalog):
         self.spark, self.catalog = spark, catalog
         self.storage = catalog.storage
+        self.held_taken: dict[str, int] = {}  # table -> truncates held until its key was known, landed this batch
+        self._holding: dict[str, int] = {}  # increment folder -> the held truncates written into it
+
+    def new_batch(self) -> None:
+        self.held_taken.clear()
+        self._holding.clear()
 
     def write_increment(self, table: str, rows: DataFrame | None, intent: LandIntent) -> tuple[int, int]:
         """Write the decoded rows without a reason to the table's increment and commit it: (rows written, rows with
@@ -42,17 +49,19 @@ class IncrementWriter:
         location = self.catalog.paths(table).increment(intent.hour, intent.batch)
         if self.storage.exists(folder_stats(location)):
             return self._kept_increment(table, rows, intent, location)
-        written = self.write_rows(table, rows, location)
+        written = self.write_rows(table, rows, location, intent.batch)
         rejected = written.pop("rejected")
         self.commit(table, intent, location, written)
         return written["rows"], rejected
 
-    def write_rows(self, table: str, rows: DataFrame, location: str) -> dict[str, int]:
+    def write_rows(self, table: str, rows: DataFrame, location: str, batch: int) -> dict[str, int]:
         """The rows without a reason written to `location` (what a crashed attempt wrote there first deleted), not
-        yet committed: {rows, max_source_ts_ms, rejected (rows with a reason)}, counted as written."""
+        yet committed, with the table's held truncates: {rows, max_source_ts_ms, rejected (rows with a reason)},
+        counted as written."""
         schema = self.catalog.require(table)
         columns = schema.column_names + [n for n, _ in META_COLUMNS]
         self.storage.delete(location)  # a crashed attempt's, written in part
+        rows = self._with_held_truncates(table, rows, location, batch)
 
         def write(frame: DataFrame) -> None:
             good = frame.where(F.col("__reason").isNull())
@@ -70,9 +79,59 @@ class IncrementWriter:
             rejected=F.count(F.when(~landed, 1)),
         )
 
+    def hold_truncates(self, table: str, rows: DataFrame, batch: int) -> tuple[int, int]:
+        """Keep the truncates of a table whose key is not known yet (docs/design.md "Keys and keyless tables") until
+        the batch that makes the table: (rows held, rows with a reason), counted as written. A rerun of the batch
+        writes its folder again."""
+        location = self.catalog.paths(table).held_truncates_of(batch)
+        self.storage.delete(location)  # a crashed attempt's
+        held = F.col("__reason").isNull()
+        counted = write_counted(
+            rows,
+            lambda frame: frame.where(held).drop("__reason").write.parquet(location),
+            lambda: self.spark.read.parquet(location).withColumn("__reason", F.lit(None).cast("string")),
+            rows=F.count(F.when(held, 1)), rejected=F.count(F.when(~held, 1)),
+        )
+        if counted["rows"]:
+            self.storage.write_json(folder_stats(location), {"rows": counted["rows"]}, overwrite=True)
+        else:
+            self.storage.delete(location)
+        return counted["rows"], counted["rejected"]
+
+    def _with_held_truncates(self, table: str, rows: DataFrame, location: str, batch: int) -> DataFrame:
+        """`rows` and the truncates held for the table until it was made. The increment that took them records
+        its batch once it is written whole (`commit`), so that a later batch, should their folder outlive that
+        one, does not take them again."""
+        paths = self.catalog.paths(table)
+        folders = [name for name in self.storage.list_names(paths.held_truncates) if name.startswith("batch=")]
+        if not folders:
+            return rows
+        landed = self.storage.read_json_or_none(paths.held_truncates_landed)
+        if landed is not None and landed["batch"] != batch:
+            self.release_held_truncates(table)  # landed by an earlier batch, committed since
+            return rows
+        held = [f"{paths.held_truncates}/{name}" for name in sorted(folders)]
+        self._holding[location] = sum(self.storage.read_json(folder_stats(folder))["rows"] for folder in held)
+        say(f"  {table}: its key is known now; the {self._holding[location]} truncate(s) held until then land with "
+            f"its rows")
+        # a truncate's row columns are null: only its meta columns are taken, whatever schema it was held in
+        return rows.unionByName(self.spark.read.parquet(*held).select(*[n for n, _ in META_COLUMNS]),
+                                allowMissingColumns=True)
+
+    def release_held_truncates(self, table: str) -> None:
+        """The held truncates gone once the batch that landed them is committed: their folder, then the record
+        of that batch."""
+        paths = self.catalog.paths(table)
+        self.storage.delete(paths.held_truncates)
+        self.storage.delete(paths.held_truncates_landed)
+
     def commit(self, table: str, intent: LandIntent, location: str, written: dict[str, int]) -> None:
-        """The increment written at `location` committed: its counts written after its rows, then registered (none
-        written: the folder goes)."""
+        """The increment written at `location` committed: its counts written after its rows (and the record that
+        it took the held truncates), then registered (none written: the folder goes)."""
+        if location in self._holding:  # before the counts, which make a rerun keep the increment as written
+            self.storage.write_json(self.catalog.paths(table).held_truncates_landed, {"batch": intent.batch},
+                                    overwrite=True)
+            self.held_taken[table] = self._holding.pop(location)
         if written["rows"]:
             self.storage.write_json(folder_stats(location), {**written, "landed_at": intent.landed_at},
                                     overwrite=True)
@@ -88,6 +147,12 @@ class IncrementWriter:
         folding it in; written again, its folder would be gone for a while, then in part."""
         count = self.storage.read_json(folder_stats(location))["rows"]
         rejected = rows.where(F.col("__reason").isNotNull()).count()  # they go to the quarantine again
+        paths = self.catalog.paths(table)
+        landed = self.storage.read_json_or_none(paths.held_truncates_landed)
+        if landed is not None and landed["batch"] == intent.batch:  # it took the held truncates
+            self.held_taken[table] = sum(self.storage.read_json(folder_stats(f"{paths.held_truncates}/{name}"))["rows"]
+                                         for name in self.storage.list_names(paths.held_truncates)
+                                         if name.startswith("batch="))
         self._register(table, intent, location)
         return count, rejected
 

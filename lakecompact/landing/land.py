@@ -56,6 +56,11 @@ class LandReport:
     rows_out: dict[str, int] = field(default_factory=dict)
     quarantined: dict[str, int] = field(default_factory=dict)
     skipped: int = 0
+    # truncates of tables not made, as their key is not known yet (docs/design.md "Keys and keyless tables"):
+    # held by this batch, and held by earlier ones and landed by this one (in its rows out). So events in +
+    # held_landed = rows out + quarantined + skipped + held.
+    held: dict[str, int] = field(default_factory=dict)
+    held_landed: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,7 @@ class TopicRows:
     rows_as_came: Callable[[], DataFrame] | None
     rejected: list[DataFrame]  # events that could not be decoded, to the table's quarantine, each with its reason
     tombstones_kept: bool  # its Kafka tombstones are in `rejected` (deletes that cannot be placed), not skipped
+    held: bool = False  # truncates of a table not made, as its key is not known yet: held, not landed
 
 
 @dataclass(frozen=True)
@@ -183,6 +189,8 @@ class Landing:
         state = self._advance(state, intent)
         self.state.write(number + 1, state)
         crashpoints.reached("offsets-recorded")
+        for held in report.held_landed:
+            self.writer.release_held_truncates(held)
         self.state.prune(keep=20)
         self._release_requeued(intent)
         self.storage.delete(self.intent_path)
@@ -190,7 +198,10 @@ class Landing:
         say(
             f"land: batch {intent.batch}: {report.events_in} events in, {total} rows out to "
             f"{len(report.rows_out)} table(s), {sum(report.quarantined.values())} quarantined, "
-            f"{report.skipped} skipped, in {seconds_since(started)}"
+            f"{report.skipped} skipped"
+            + (f", {sum(report.held.values())} held" if report.held else "")
+            + (f" ({sum(report.held_landed.values())} of the rows out held before)" if report.held_landed else "")
+            + f", in {seconds_since(started)}"
         )
         return report
 
@@ -309,6 +320,7 @@ class Landing:
         """`one_pass`: the big files that the batch holds whole, unchanged since planned, are read in one pass
         without numbering their lines (what is landed needs no origins; the quarantine reads the source again)."""
         unnumbered = files.unchanged_whole(self.storage, list(intent.files or ())) if one_pass else []
+        self.writer.new_batch()
         samples = decode.as_written_samples(self._head(intent, unnumbered))
 
         def split(raw: DataFrame) -> DataFrame:
@@ -349,6 +361,10 @@ class Landing:
             report, quarantine = LandReport(batch=intent.batch), []
             self._land_rest(intent, unnumbered, split, known, report, quarantine, {}, None)
         report.quarantined = self.writer.write_quarantine(quarantine, intent.batch)
+        report.held_landed = dict(self.writer.held_taken)
+        for table, count in sorted(report.held.items()):
+            say(f"  {self.config.database}.{table}: {count} truncate(s) held in batch {intent.batch}: the table is "
+                f"made, with them, by the first batch that shows its key or that it has none")
         for table, count in sorted(report.rows_out.items()):
             say(f"  {self.config.database}.{table}: {count} rows landed in batch {intent.batch} (hour {intent.hour})")
         for table, count in sorted(report.quarantined.items()):
@@ -433,7 +449,8 @@ class Landing:
                       F.count(F.when(~of_some, 1)).alias("others")]
             own = intent.of_topics({plan.written.topic})
             flagged = plan.flagged(self._read(own, unnumbered)).observe(lines, *counts)
-            written = self.writer.write_rows(plan.table, plan.decoded(flagged.where("__fits")), plan.location)
+            written = self.writer.write_rows(plan.table, plan.decoded(flagged.where("__fits")), plan.location,
+                                             intent.batch)
             return plan, own, written, lines.get
 
         # the tables' scans side by side: a small table's job leaves cores idle while the driver plans the next
@@ -545,6 +562,16 @@ class Landing:
             if not landed_topics:
                 continue
             decoded = [landed for landed in landed_topics if landed.rows is not None]
+            held = [landed for landed in decoded if landed.held]
+            if held:  # written before the increment, which takes them when another topic made the table
+                count, rejected = self.writer.hold_truncates(table, union_all([t.rows for t in held]), intent.batch)
+                report.held[table] = count
+                if rejected:
+                    quarantine += [(table, decode_rejects(landed.rows_as_came())) for landed in held]
+                decoded = [landed for landed in decoded if not landed.held]
+                if not decoded:
+                    continue
+                report.held.pop(table)
             count, rejected = self.writer.write_increment(table, union_all([t.rows for t in decoded]) if decoded else None,
                                                     intent)
             report.rows_out[table] = report.rows_out.get(table, 0) + count
@@ -582,6 +609,10 @@ class Landing:
                 F.count(F.lit(1)).alias("events"),
                 F.count(F.when(payload, 1)).alias("values"),
                 F.min("__kafka_offset").alias("first_offset"),
+                # the events that show a table is keyless: rows without a key (a truncate carries none either way)
+                F.count(F.when(payload & F.col("key_json").isNull()
+                               & (F.coalesce(F.get_json_object("value_json", "$.op"), F.lit("")) != "t"), 1))
+                .alias("keyless_rows"),
             )
             .collect()
         )
@@ -603,20 +634,23 @@ class Landing:
         shapes = self.schemas.shapes(topic, groups)
         if shapes and all(s.shape is not None and s.shape.kind == "skip" for s in shapes):
             return None
-        schema = self.catalog.schema(table) or self.schemas.create_table(table, topic, shapes)
+        schema = self.catalog.schema(table)
+        held = schema is None and self.schemas.key_unknown(table, shapes)
+        if schema is None:
+            schema = (self.schemas.new_table if held else self.schemas.create_table)(table, topic, shapes)
         if schema is None:  # each group's events with why its schema could not be had
             rejected = [with_reason(events_as_came().where(_same_schema(s.group)), s.error or NO_SCHEMA) for s in shapes]
             return TopicRows(table, None, None, rejected or [with_reason(events_as_came(), NO_SCHEMA)], False)
         decoded, decoders, rejected = [], [], []
         for shaped in shapes:
-            outcome = self.schemas.decoder(schema, shaped, intent.landed_at)
+            outcome = self.schemas.decoder(schema, shaped, intent.landed_at, evolve=not held)
             if isinstance(outcome, str):
                 rejected.append(with_reason(events_as_came().where(_same_schema(shaped.group)), outcome))
                 continue
             schema, decoder = outcome
             decoded.append(decoder(events.where(_same_schema(shaped.group))))
             decoders.append((decoder, _same_schema(shaped.group)))
-        unplaced = self.schemas.unplaced_deletes(topic, table, shapes, messages.as_came)
+        unplaced = None if held else self.schemas.unplaced_deletes(topic, table, shapes, messages.as_came)
         if unplaced is not None:
             rejected.append(unplaced)
         if not decoded:
@@ -625,7 +659,7 @@ class Landing:
         def decoded_as_came() -> DataFrame:
             return union_all([decoder(events_as_came().where(group)) for decoder, group in decoders])
 
-        return TopicRows(table, union_all(decoded), decoded_as_came, rejected, unplaced is not None)
+        return TopicRows(table, union_all(decoded), decoded_as_came, rejected, unplaced is not None, held)
 
 
 def _by_table(groups: list[Row], config: Config) -> list[tuple[str, list[tuple[str, list[Row]]]]]:

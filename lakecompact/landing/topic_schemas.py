@@ -40,7 +40,7 @@ class GroupShape:
     """One (topic, value schema) group of a batch, and how its values are laid out (or why that is unknown)."""
 
     group: Row  # topic, value_schema_hash, value_schema, key_schema, key_sample, value_sample, events, values,
-    # first_offset (not in a one-pass group's)
+    # first_offset and keyless_rows (not in a one-pass group's)
     shape: MessageShape | None
     error: str | None = None
 
@@ -71,6 +71,17 @@ class TopicSchemas:
 
     def create_table(self, table: str, topic: str, shapes: list[GroupShape]) -> TableSchema | None:
         """A new table from the first group that shows its fields; None when no group does."""
+        schema = self.new_table(table, topic, shapes)
+        if schema is None:
+            return None
+        self.catalog.create(schema)
+        say(f"  created {self.config.database}.{table} (key {list(schema.key) or 'none: append-only'}, "
+            f"{len(schema.fields)} columns) from topic {topic}")
+        return schema
+
+    def new_table(self, table: str, topic: str, shapes: list[GroupShape]) -> TableSchema | None:
+        """The schema of a new table, from the first group that shows its fields (not made); None when no group
+        does."""
         first = next((s for s in shapes if s.shape is not None and s.shape.fields), None)
         if first is None:
             return None
@@ -78,17 +89,25 @@ class TopicSchemas:
         if key is None:
             key = self._key_columns(topic, first.group)
         fields = tuple(Field(f.name, strip_wire(f.schema)) for f in first.shape.fields)
-        schema = TableSchema(table, topic, fields, tuple(key))
-        self.catalog.create(schema)
-        say(f"  created {self.config.database}.{table} (key {list(schema.key) or 'none: append-only'}, "
-            f"{len(schema.fields)} columns) from topic {topic}")
-        return schema
+        return TableSchema(table, topic, fields, tuple(key))
+
+    def key_unknown(self, table: str, shapes: list[GroupShape]) -> bool:
+        """A new table's events do not show its key yet: each of them is a truncate, which carries no Kafka key,
+        and neither `tables.<t>.key` nor a registry names it. Made now, the table would be keyless for good
+        (docs/design.md "Keys and keyless tables")."""
+        if self.config.table(table).key is not None:
+            return False
+        groups = [s.group for s in shapes if s.shape is not None and s.shape.kind != "skip"]
+        return bool(groups) and not any(
+            g.key_schema or g.key_sample or g.keyless_rows
+            or (g.value_schema_hash and g.value_schema_hash.startswith(decode.AVRO_PREFIX))
+            for g in groups)
 
     def decoder(
-        self, schema: TableSchema, shaped: GroupShape, landed_at: str
+        self, schema: TableSchema, shaped: GroupShape, landed_at: str, *, evolve: bool = True
     ) -> tuple[TableSchema, Callable[[DataFrame], DataFrame]] | str:
-        """How the group's events decode into rows (the table's schema evolved to take them), or why none of
-        them can land."""
+        """How the group's events decode into rows (the table's schema evolved to take them; `evolve=False`: a
+        table not made, as it is), or why none of them can land."""
         group, shape = shaped.group, shaped.shape
         if shape is None:
             return shaped.error or "unknown schema"
@@ -99,7 +118,7 @@ class TopicSchemas:
         key_schema = json.loads(group.key_schema) if group.key_schema else None
         key = decode.key_columns(key_schema, []) if key_schema else None
         try:
-            schema = self._evolve(schema, list(shape.fields), key)
+            schema = self._evolve(schema, list(shape.fields), key) if evolve else schema
         except SchemaError as exc:
             return str(exc)
         placeholder = self.config.table(schema.table).toast_placeholder

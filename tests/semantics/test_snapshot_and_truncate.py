@@ -8,6 +8,8 @@ table leaves the other tables alone.
 
 import pytest
 
+from lakecompact.lake.catalog import Catalog
+from tests.support.crash import killed_after
 from tests.support.debezium import INT, TEXT, Topic
 from tests.support.rows import base_reader, base_row_maker, row_maker
 
@@ -103,14 +105,58 @@ def test_truncated_key_stays_deleted_in_the_base_when_compacted_without_the_mark
     assert _truncated(lake) == ([1, 4], [{"__op": "t", "__position": 200, "__deleted": True}])
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "known bug, found by test_row_history's property test: a new table whose first batch holds only truncates, "
-    "which carry no Kafka key, is made without a key (append-only) when neither tables.<t>.key nor a registry's "
-    "key schema names it; its later events are then appended as rows, not merged by key"))
+def _increment_ops(lake) -> list[tuple[str, int]]:
+    return sorted((r["__op"], r["__position"]) for r in lake.rows(
+        f"SELECT __op, __position FROM `{lake.database}`.`{TABLE}_increments`"))
+
+
+def _held_folders(lake) -> list[str]:
+    catalog = Catalog(lake.spark, lake.config)
+    return catalog.storage.list_names(catalog.paths(TABLE).held_truncates)
+
+
 def test_a_truncate_alone_in_a_new_tables_first_batch_keeps_the_tables_key(lake):
+    """A truncate carries no key: the table waits for an event that shows it, and the truncate lands with it."""
+    lake.write([T.event("t", None, 200)], name="part-0.jsonl")
+    held = lake.land()
+    assert (held.events_in, held.rows_out, held.held, held.skipped, held.quarantined) == (1, {}, {TABLE: 1}, 0, {})
+    assert Catalog(lake.spark, lake.config).tables() == [] and _held_folders(lake) == ["batch=1"]
+    lake.write([T.event("t", None, 250)], name="part-1.jsonl")
+    assert lake.land().held == {TABLE: 1}
+    lake.write([T.event("c", _row(1, "older than the truncate"), 150), T.event("c", _row(2, "two"), 300),
+                T.event("u", _row(2, "two updated"), 310)], name="part-2.jsonl")
+    landed = lake.land()
+    assert (landed.events_in, landed.rows_out, landed.held, landed.held_landed) == (3, {TABLE: 5}, {}, {TABLE: 2})
+    assert Catalog(lake.spark, lake.config).require(TABLE).key == ("id",)
+    assert lake.view(TABLE) == [_row(2, "two updated")]
+    assert _increment_ops(lake) == [("c", 150), ("c", 300), ("t", 200), ("t", 250), ("u", 310)]
+    assert _held_folders(lake) == []
+    lake.compact()
+    assert lake.view(TABLE) == [_row(2, "two updated")]
+
+
+def test_a_keyless_tables_first_truncate_is_held_until_its_rows_show_it_has_no_key(lake):
+    keyless = Topic(T.name, T.columns, None)
+    lake.write([keyless.event("t", None, 200)], name="part-0.jsonl")
+    assert lake.land().held == {TABLE: 1}
+    lake.write([keyless.event("c", _row(1, "older than the truncate"), 150),
+                keyless.event("c", _row(2, "two"), 300)], name="part-1.jsonl")
+    assert lake.land().held_landed == {TABLE: 1}
+    assert Catalog(lake.spark, lake.config).require(TABLE).key == ()
+    assert lake.view(TABLE) == [_row(2, "two")]
+
+
+@pytest.mark.parametrize("step", ["increments-written", "partitions-added", "offsets-recorded"])
+def test_held_truncates_land_once_whatever_step_the_batch_that_takes_them_dies_after(lake, monkeypatch, step):
     lake.write([T.event("t", None, 200)], name="part-0.jsonl")
     lake.land()
-    lake.write([T.event("c", _row(1, "older than the truncate"), 150), T.event("c", _row(2, "two"), 300),
-                T.event("u", _row(2, "two updated"), 310)], name="part-1.jsonl")
+    lake.write([T.event("c", _row(1, "older than the truncate"), 150), T.event("c", _row(2, "two"), 300)],
+               name="part-1.jsonl")
+    with killed_after(monkeypatch, step):
+        lake.land()
     lake.land()
-    assert lake.view(TABLE) == [_row(2, "two updated")]
+    lake.write([T.event("c", _row(3, "three"), 400)], name="part-2.jsonl")
+    lake.land()
+    assert _increment_ops(lake) == [("c", 150), ("c", 300), ("c", 400), ("t", 200)]
+    assert _held_folders(lake) == []
+    assert lake.view(TABLE) == [_row(2, "two"), _row(3, "three")]

@@ -4,13 +4,17 @@ named step while a test changes the world around it (a service stopped)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
+
+from lakecompact import crashpoints
 from tests.support.poll import poll
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,6 +37,25 @@ def crash_once(monkeypatch, owner, name: str, when=lambda *args, **kwargs: True)
 
     monkeypatch.setattr(owner, name, patched)
     return crashed
+
+
+@contextlib.contextmanager
+def killed_after(monkeypatch, step: str) -> Iterator[None]:
+    """The block's run dies right after crash point `step` (as a kill -9 there would: what it wrote stays, nothing
+    after it runs); the block must die so."""
+    reached = crashpoints.reached
+
+    def die_at(name: str) -> None:
+        reached(name)
+        if name == step:
+            raise Crash(f"killed after {step}")
+
+    monkeypatch.setattr(crashpoints, "reached", die_at)
+    try:
+        with pytest.raises(Crash):
+            yield
+    finally:
+        monkeypatch.setattr(crashpoints, "reached", reached)
 
 
 def registering(table: str):
