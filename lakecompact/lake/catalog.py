@@ -110,6 +110,19 @@ class Catalog:
         names = self.storage.list_names(self.root)
         return [n for n in names if not n.startswith("_") and self.storage.exists(self.paths(n).schema)]
 
+    def not_made(self) -> list[str]:
+        """Names that have quarantined events or held truncates but no table yet."""
+        names = self.storage.list_names(self.root)
+        tables = set(self.tables())
+        return sorted({*self.quarantined_only(), *(
+            n for n in names if not n.startswith("_") and n not in tables and self.held_truncates(n))})
+
+    def held_truncates(self, table: str) -> list[str]:
+        """The folders of the truncates held for `table` until its key is known (docs/design.md "Keys and keyless
+        tables"), one per batch that held some."""
+        root = self.paths(table).held_truncates
+        return [f"{root}/{name}" for name in sorted(self.storage.list_names(root)) if name.startswith("batch=")]
+
     def quarantined_only(self) -> list[str]:
         """Names that have quarantined events but no table (none of their topic's events could land yet)."""
         names = self.storage.list_names(self.root)

@@ -102,15 +102,13 @@ class IncrementWriter:
         """`rows` and the truncates held for the table until it was made. The increment that took them records
         its batch once it is written whole (`commit`), so that a later batch, should their folder outlive that
         one, does not take them again."""
-        paths = self.catalog.paths(table)
-        folders = [name for name in self.storage.list_names(paths.held_truncates) if name.startswith("batch=")]
-        if not folders:
+        held = self.catalog.held_truncates(table)
+        if not held:
             return rows
-        landed = self.storage.read_json_or_none(paths.held_truncates_landed)
+        landed = self.storage.read_json_or_none(self.catalog.paths(table).held_truncates_landed)
         if landed is not None and landed["batch"] != batch:
             self.release_held_truncates(table)  # landed by an earlier batch, committed since
             return rows
-        held = [f"{paths.held_truncates}/{name}" for name in sorted(folders)]
         self._holding[location] = sum(self.storage.read_json(folder_stats(folder))["rows"] for folder in held)
         say(f"  {table}: its key is known now; the {self._holding[location]} truncate(s) held until then land with "
             f"its rows")
@@ -150,9 +148,8 @@ class IncrementWriter:
         paths = self.catalog.paths(table)
         landed = self.storage.read_json_or_none(paths.held_truncates_landed)
         if landed is not None and landed["batch"] == intent.batch:  # it took the held truncates
-            self.held_taken[table] = sum(self.storage.read_json(folder_stats(f"{paths.held_truncates}/{name}"))["rows"]
-                                         for name in self.storage.list_names(paths.held_truncates)
-                                         if name.startswith("batch="))
+            self.held_taken[table] = sum(self.storage.read_json(folder_stats(folder))["rows"]
+                                         for folder in self.catalog.held_truncates(table))
         self._register(table, intent, location)
         return count, rejected
 

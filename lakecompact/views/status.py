@@ -64,8 +64,10 @@ def status(spark: SparkSession | None, config: Config) -> list[dict[str, Any]]:
             "history_rows": stats.get("history_rows") if current and current.events is not None else None,
             "history_from": iso_ms(stats.get("history_from_ms")) if current and current.events is not None else None,
         })
-    for table in catalog.quarantined_only():  # no event of its topic could land yet: no table
-        rows.append({"table": f"{catalog.database}.{table}", "quarantined": _quarantined(catalog, catalog.paths(table).quarantine)})
+    for table in catalog.not_made():  # no table yet: none of its events could land, or all were truncates
+        paths = catalog.paths(table)
+        rows.append({"table": f"{catalog.database}.{table}", "quarantined": _quarantined(catalog, paths.quarantine),
+                     "held_truncates": _total([folder_counts(catalog, folder) for folder in catalog.held_truncates(table)])})
     unplaced = _quarantined(catalog, catalog.unplaced_quarantine)
     if unplaced:
         rows.append({"table": UNPLACED, "quarantined": unplaced})
@@ -93,9 +95,16 @@ def print_status(rows: list[dict[str, Any]]) -> None:
     if not rows:
         say("status: no tables yet")
     for row in rows:
+        if row["table"] == UNPLACED:
+            say(f"{row['table']}: {row['quarantined']} quarantined events")
+            continue
+        if "base_version" not in row and not row["held_truncates"]:
+            say(f"{row['table']}: {row['quarantined']} quarantined events (no table yet: none of its events could land)")
+            continue
         if "base_version" not in row:
-            no_table = "" if row["table"] == UNPLACED else " (no table yet: none of its events could land)"
-            say(f"{row['table']}: {row['quarantined']} quarantined events{no_table}")
+            quarantined = f", {row['quarantined']} quarantined events" if row["quarantined"] else ""
+            say(f"{row['table']}: {row['held_truncates']} truncate(s) held{quarantined} (no table yet: its key is "
+                f"known once an event other than a truncate comes)")
             continue
         feed = ", ".join(f"v{v}" for v in row["change_feed_versions"]) or "none"
         compacted = (f"last compaction {row['last_compaction']} ({shown(row['last_compaction_seconds'])}s)"

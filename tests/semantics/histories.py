@@ -263,7 +263,7 @@ def made(lake: Lake) -> bool:
     catalog = Catalog(lake.spark, lake.config)
     if TABLE in catalog.tables():
         return True
-    assert catalog.storage.list_names(catalog.paths(TABLE).held_truncates), "no table, and no truncates held for it"
+    assert catalog.held_truncates(TABLE), "no table, and no truncates held for it"
     return False
 
 

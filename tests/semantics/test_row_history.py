@@ -93,7 +93,8 @@ def check(lake: Lake, events: list[dict], where: str) -> None:
 def check_counts(lake: Lake, where: str) -> None:
     """What status says of the history, with nothing pending: its rows and the moment the oldest began."""
     if not made(lake):
-        assert status(None, lake.config) == [], where
+        (row,) = status(None, lake.config)
+        assert row["table"].endswith(TABLE) and row["held_truncates"] > 0 and "base_version" not in row, where
         return
     rows = history(lake)
     (row,) = status(None, lake.config)

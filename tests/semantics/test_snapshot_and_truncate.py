@@ -9,6 +9,7 @@ table leaves the other tables alone.
 import pytest
 
 from lakecompact.lake.catalog import Catalog
+from lakecompact.views.status import print_status, status
 from tests.support.crash import killed_after
 from tests.support.debezium import INT, TEXT, Topic
 from tests.support.rows import base_reader, base_row_maker, row_maker
@@ -111,11 +112,10 @@ def _increment_ops(lake) -> list[tuple[str, int]]:
 
 
 def _held_folders(lake) -> list[str]:
-    catalog = Catalog(lake.spark, lake.config)
-    return catalog.storage.list_names(catalog.paths(TABLE).held_truncates)
+    return [folder.rsplit("/", 1)[-1] for folder in Catalog(lake.spark, lake.config).held_truncates(TABLE)]
 
 
-def test_a_truncate_alone_in_a_new_tables_first_batch_keeps_the_tables_key(lake):
+def test_a_truncate_alone_in_a_new_tables_first_batch_keeps_the_tables_key(lake, capsys):
     """A truncate carries no key: the table waits for an event that shows it, and the truncate lands with it."""
     lake.write([T.event("t", None, 200)], name="part-0.jsonl")
     held = lake.land()
@@ -123,6 +123,12 @@ def test_a_truncate_alone_in_a_new_tables_first_batch_keeps_the_tables_key(lake)
     assert Catalog(lake.spark, lake.config).tables() == [] and _held_folders(lake) == ["batch=1"]
     lake.write([T.event("t", None, 250)], name="part-1.jsonl")
     assert lake.land().held == {TABLE: 1}
+    assert [(r["table"], r["held_truncates"], r["quarantined"]) for r in status(None, lake.config)] == [
+        (f"{lake.database}.{TABLE}", 2, 0)]
+    print_status(status(None, lake.config))
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"{lake.database}.{TABLE}: 2 truncate(s) held (no table yet: its key is known once an event other than a "
+        "truncate comes)")
     lake.write([T.event("c", _row(1, "older than the truncate"), 150), T.event("c", _row(2, "two"), 300),
                 T.event("u", _row(2, "two updated"), 310)], name="part-2.jsonl")
     landed = lake.land()
