@@ -110,8 +110,8 @@ class IncrementWriter:
             self.release_held_truncates(table)  # landed by an earlier batch, committed since
             return rows
         self._holding[location] = sum(self.storage.read_json(folder_stats(folder))["rows"] for folder in held)
-        say(f"  {table}: its key is known now; the {self._holding[location]} truncate(s) held until then land with "
-            f"its rows")
+        say(f"  {table}: made now that its key is known; the {self._holding[location]} truncate(s) held until then "
+            f"land with its rows")
         # a truncate's row columns are null: only its meta columns are taken, whatever schema it was held in
         return rows.unionByName(self.spark.read.parquet(*held).select(*[n for n, _ in META_COLUMNS]),
                                 allowMissingColumns=True)
