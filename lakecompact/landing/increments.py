@@ -32,10 +32,15 @@ class IncrementWriter:
         self.storage = catalog.storage
         self.held_taken: dict[str, int] = {}  # table -> truncates held until its key was known, landed this batch
         self._holding: dict[str, int] = {}  # increment folder -> the held truncates written into it
+        self.made: set[str] = set()
+        self.rerun = False
 
-    def new_batch(self) -> None:
+    def new_batch(self, made: set[str], rerun: bool) -> None:
+        """`made`: the tables made by this batch (filled as they are made); `rerun`: this attempt of the batch
+        follows another, which may have made tables."""
         self.held_taken.clear()
         self._holding.clear()
+        self.made, self.rerun = made, rerun
 
     def write_increment(self, table: str, rows: DataFrame | None, intent: LandIntent) -> tuple[int, int]:
         """Write the decoded rows without a reason to the table's increment and commit it: (rows written, rows with
@@ -99,22 +104,38 @@ class IncrementWriter:
         return counted["rows"], counted["rejected"]
 
     def _with_held_truncates(self, table: str, rows: DataFrame, location: str, batch: int) -> DataFrame:
-        """`rows` and the truncates held for the table until it was made. The increment that took them records
-        its batch once it is written whole (`commit`), so that a later batch, should their folder outlive that
-        one, does not take them again."""
-        held = self.catalog.held_truncates(table)
+        """`rows` and the truncates earlier batches held for the table until it was made (only a table made by
+        this batch, or by an attempt of it, can have any). The increment that takes them records its batch once it
+        is written whole (`commit`), so that a later batch, should their folder outlive that one, does not take
+        them again."""
+        if table not in self.made and not self.rerun:
+            return rows
+        held = self._held_before(table, batch)
         if not held:
             return rows
+        self._holding[location] = self._held_count(held)
+        say(f"  {table}: made now that its key is known; the {self._holding[location]} truncate(s) held until then "
+            f"land with its rows")
+        return rows.unionByName(truncate_rows(self.spark.read.parquet(*held)), allowMissingColumns=True)
+
+    def _held_before(self, table: str, batch: int) -> list[str]:
+        """The folders of the truncates held by batches before `batch` and landed by no committed batch. A folder
+        of `batch` itself is an attempt's that held them where this one lands them with the table's rows: it goes."""
+        held = self.catalog.held_truncates(table)
+        if not held:
+            return []
+        own = self.catalog.paths(table).held_truncates_of(batch)
+        if own in held:
+            self.storage.delete(own)
+            held.remove(own)
         landed = self.storage.read_json_or_none(self.catalog.paths(table).held_truncates_landed)
         if landed is not None and landed["batch"] != batch:
             self.release_held_truncates(table)  # landed by an earlier batch, committed since
-            return rows
-        self._holding[location] = sum(self.storage.read_json(folder_stats(folder))["rows"] for folder in held)
-        say(f"  {table}: made now that its key is known; the {self._holding[location]} truncate(s) held until then "
-            f"land with its rows")
-        # a truncate's row columns are null: only its meta columns are taken, whatever schema it was held in
-        return rows.unionByName(self.spark.read.parquet(*held).select(*[n for n, _ in META_COLUMNS]),
-                                allowMissingColumns=True)
+            return []
+        return held
+
+    def _held_count(self, folders: list[str]) -> int:
+        return sum(self.storage.read_json(folder_stats(folder))["rows"] for folder in folders)
 
     def release_held_truncates(self, table: str) -> None:
         """The held truncates gone once the batch that landed them is committed: their folder, then the record
@@ -122,6 +143,14 @@ class IncrementWriter:
         paths = self.catalog.paths(table)
         self.storage.delete(paths.held_truncates)
         self.storage.delete(paths.held_truncates_landed)
+
+    def release_all_landed_held_truncates(self, committed: int) -> None:
+        """After a crash between a batch's commit and its clean-up: the held truncates of every table that a
+        committed batch landed."""
+        for table in self.catalog.tables():
+            landed = self.storage.read_json_or_none(self.catalog.paths(table).held_truncates_landed)
+            if landed is not None and landed["batch"] <= committed:
+                self.release_held_truncates(table)
 
     def commit(self, table: str, intent: LandIntent, location: str, written: dict[str, int]) -> None:
         """The increment written at `location` committed: its counts written after its rows (and the record that
@@ -145,11 +174,9 @@ class IncrementWriter:
         folding it in; written again, its folder would be gone for a while, then in part."""
         count = self.storage.read_json(folder_stats(location))["rows"]
         rejected = rows.where(F.col("__reason").isNotNull()).count()  # they go to the quarantine again
-        paths = self.catalog.paths(table)
-        landed = self.storage.read_json_or_none(paths.held_truncates_landed)
+        landed = self.storage.read_json_or_none(self.catalog.paths(table).held_truncates_landed)
         if landed is not None and landed["batch"] == intent.batch:  # it took the held truncates
-            self.held_taken[table] = sum(self.storage.read_json(folder_stats(folder))["rows"]
-                                         for folder in self.catalog.held_truncates(table))
+            self.held_taken[table] = self._held_count(self._held_before(table, intent.batch))
         self._register(table, intent, location)
         return count, rejected
 
@@ -181,6 +208,12 @@ class IncrementWriter:
             else:
                 self.storage.delete(target)
         return quarantined
+
+
+def truncate_rows(truncates: DataFrame) -> DataFrame:
+    """Truncates decoded with any schema of their table, for its increment: a truncate's row columns are null, so
+    only the meta columns (and a reason, if there) are taken."""
+    return truncates.select(*[n for n, _ in META_COLUMNS], *[c for c in ("__reason",) if c in truncates.columns])
 
 
 def line_quarantine(raw: DataFrame) -> DataFrame:

@@ -33,6 +33,7 @@ from lakecompact.landing.increments import (
     IncrementWriter,
     decode_rejects,
     line_quarantine,
+    truncate_rows,
     union_all,
     with_reason,
 )
@@ -168,6 +169,7 @@ class Landing:
         number, state = self.state.latest()
         state = state or {"batch": 0, "files": {}, "kafka": {}}
         intent = self._pending_intent(state)
+        rerun = intent is not None
         if intent:
             say(f"land: batch {intent.batch} was interrupted; landing the same input again")
         else:
@@ -180,17 +182,17 @@ class Landing:
             self.storage.write_json(self.intent_path, intent.to_json(), overwrite=True)
             crashpoints.reached("intent")
         try:
-            report = self._land(intent)
+            report = self._land(intent, rerun=rerun)
         except Exception as exc:
             if files.GREW_WHILE_READ not in str(exc):
                 raise
             say(f"land: batch {intent.batch}: a file grew while it was read; reading the lines planned by number")
-            report = self._land(intent, one_pass=False)
+            report = self._land(intent, rerun=True, one_pass=False)
         state = self._advance(state, intent)
         self.state.write(number + 1, state)
         crashpoints.reached("offsets-recorded")
-        for held in report.held_landed:
-            self.writer.release_held_truncates(held)
+        for landed in report.held_landed:
+            self.writer.release_held_truncates(landed)
         self.state.prune(keep=20)
         self._release_requeued(intent)
         self.storage.delete(self.intent_path)
@@ -246,6 +248,7 @@ class Landing:
     def _pending_intent(self, state: dict) -> LandIntent | None:
         intent = self._pending_intent_of(state)
         if intent is None and self.storage.exists(self.intent_path):  # committed; only its clean-up was lost
+            self.writer.release_all_landed_held_truncates(state["batch"])
             self._release_requeued(LandIntent.from_json(self.storage.read_json(self.intent_path)))
             self.storage.delete(self.intent_path)
         return intent
@@ -316,11 +319,13 @@ class Landing:
         return kafka.read(self.spark, self.config.source, intent.kafka)
 
     # -- the batch itself ------------------------------------------------------------------------
-    def _land(self, intent: LandIntent, *, one_pass: bool = True) -> LandReport:
+    def _land(self, intent: LandIntent, *, rerun: bool, one_pass: bool = True) -> LandReport:
         """`one_pass`: the big files that the batch holds whole, unchanged since planned, are read in one pass
-        without numbering their lines (what is landed needs no origins; the quarantine reads the source again)."""
+        without numbering their lines (what is landed needs no origins; the quarantine reads the source again).
+        `rerun`: an attempt of the batch ran before this one."""
         unnumbered = files.unchanged_whole(self.storage, list(intent.files or ())) if one_pass else []
-        self.writer.new_batch()
+        self.schemas.made.clear()
+        self.writer.new_batch(self.schemas.made, rerun=rerun)
         samples = decode.as_written_samples(self._head(intent, unnumbered))
 
         def split(raw: DataFrame) -> DataFrame:
@@ -562,18 +567,16 @@ class Landing:
             if not landed_topics:
                 continue
             decoded = [landed for landed in landed_topics if landed.rows is not None]
-            held = [landed for landed in decoded if landed.held]
-            if held:  # written before the increment, which takes them when another topic made the table
-                count, rejected = self.writer.hold_truncates(table, union_all([t.rows for t in held]), intent.batch)
-                report.held[table] = count
+            if decoded and all(landed.held for landed in decoded):
+                count, rejected = self.writer.hold_truncates(table, union_all([t.rows for t in decoded]), intent.batch)
+                if count:
+                    report.held[table] = count
                 if rejected:
-                    quarantine += [(table, decode_rejects(landed.rows_as_came())) for landed in held]
-                decoded = [landed for landed in decoded if not landed.held]
-                if not decoded:
-                    continue
-                report.held.pop(table)
-            count, rejected = self.writer.write_increment(table, union_all([t.rows for t in decoded]) if decoded else None,
-                                                    intent)
+                    quarantine += [(table, decode_rejects(landed.rows_as_came())) for landed in decoded]
+                continue
+            # a topic held before another topic of its table made the table: its truncates land with the rows
+            rows = [truncate_rows(landed.rows) if landed.held else landed.rows for landed in decoded]
+            count, rejected = self.writer.write_increment(table, union_all(rows) if rows else None, intent)
             report.rows_out[table] = report.rows_out.get(table, 0) + count
             if rejected:
                 quarantine += [(table, decode_rejects(landed.rows_as_came())) for landed in decoded]
@@ -609,10 +612,9 @@ class Landing:
                 F.count(F.lit(1)).alias("events"),
                 F.count(F.when(payload, 1)).alias("values"),
                 F.min("__kafka_offset").alias("first_offset"),
-                # the events that show a table is keyless: rows without a key (a truncate carries none either way)
+                # a truncate has no key, so an event with one is parsed no further
                 F.count(F.when(payload & F.col("key_json").isNull()
-                               & (F.coalesce(F.get_json_object("value_json", "$.op"), F.lit("")) != "t"), 1))
-                .alias("keyless_rows"),
+                               & (F.get_json_object("value_json", "$.op") == "t"), 1)).alias("truncates"),
             )
             .collect()
         )

@@ -40,7 +40,7 @@ class GroupShape:
     """One (topic, value schema) group of a batch, and how its values are laid out (or why that is unknown)."""
 
     group: Row  # topic, value_schema_hash, value_schema, key_schema, key_sample, value_sample, events, values,
-    # first_offset and keyless_rows (not in a one-pass group's)
+    # first_offset and truncates (not in a one-pass group's)
     shape: MessageShape | None
     error: str | None = None
 
@@ -54,6 +54,7 @@ class TopicSchemas:
         self.storage = catalog.storage
         self._delete_forms: dict[str, str | None] = {}  # table -> how its deletes come, as recorded, read once a run
         self._registry_client: Registry | None = None
+        self.made: set[str] = set()  # the tables made by the batch being landed
 
     def shapes(self, topic: str, groups: list[Row]) -> list[GroupShape]:
         """How each group's values are laid out; a group whose schema cannot be had carries the reason."""
@@ -75,6 +76,7 @@ class TopicSchemas:
         if schema is None:
             return None
         self.catalog.create(schema)
+        self.made.add(table)
         say(f"  created {self.config.database}.{table} (key {list(schema.key) or 'none: append-only'}, "
             f"{len(schema.fields)} columns) from topic {topic}")
         return schema
@@ -93,15 +95,12 @@ class TopicSchemas:
 
     def key_unknown(self, table: str, shapes: list[GroupShape]) -> bool:
         """A new table's events do not show its key yet: each of them is a truncate, which carries no Kafka key,
-        and neither `tables.<t>.key` nor a registry names it. Made now, the table would be keyless for good
-        (docs/design.md "Keys and keyless tables")."""
+        and `tables.<t>.key` does not name it. Made now, the table would be keyless for good (docs/design.md "Keys
+        and keyless tables")."""
         if self.config.table(table).key is not None:
             return False
         groups = [s.group for s in shapes if s.shape is not None and s.shape.kind != "skip"]
-        return bool(groups) and not any(
-            g.key_schema or g.key_sample or g.keyless_rows
-            or (g.value_schema_hash and g.value_schema_hash.startswith(decode.AVRO_PREFIX))
-            for g in groups)
+        return bool(groups) and all(g.truncates == g.values for g in groups)
 
     def decoder(
         self, schema: TableSchema, shaped: GroupShape, landed_at: str, *, evolve: bool = True

@@ -9,8 +9,9 @@ table leaves the other tables alone.
 import pytest
 
 from lakecompact.lake.catalog import Catalog
+from lakecompact.landing.increments import IncrementWriter
 from lakecompact.views.status import print_status, status
-from tests.support.crash import killed_after
+from tests.support.crash import Crash, crash_once, killed_after
 from tests.support.debezium import INT, TEXT, Topic
 from tests.support.rows import base_reader, base_row_maker, row_maker
 
@@ -149,6 +150,46 @@ def test_a_keyless_tables_first_truncate_is_held_until_its_rows_show_it_has_no_k
                 keyless.event("c", _row(2, "two"), 300)], name="part-1.jsonl")
     assert lake.land().held_landed == {TABLE: 1}
     assert Catalog(lake.spark, lake.config).require(TABLE).key == ()
+    assert lake.view(TABLE) == [_row(2, "two")]
+
+
+def test_a_table_whose_keys_are_no_json_objects_is_not_held_but_keyless_as_before(lake):
+    """A key that names no columns (a string converter's `Struct{id=1}`) is no truncate: the table is made."""
+    events = [T.event("c", _row(1, "one"), 100), T.event("t", None, 200), T.event("c", _row(2, "two"), 300)]
+    lake.write([{**e, "key": f"Struct{{id={n}}}"} if e["key"] else e for n, e in enumerate(events)])
+    landed = lake.land()
+    assert (landed.held, landed.rows_out) == ({}, {TABLE: 3})
+    assert Catalog(lake.spark, lake.config).require(TABLE).key == ()
+    assert lake.view(TABLE) == [_row(2, "two")]
+
+
+@pytest.mark.parametrize("killed", [None, "increments-written"])
+def test_a_truncate_on_one_shard_lands_with_the_rows_another_shard_makes_its_table_with(lake, monkeypatch, killed):
+    """Two topics of one table (a sharded source) in one batch: the first holds only a truncate, the second makes
+    the table; the truncate lands once with the rows, also when the batch dies and runs again."""
+    one, two = Topic("s1.public.stock", T.columns, ["id"]), Topic("s2.public.stock", T.columns, ["id"])
+    lake.write([one.event("t", None, 200), two.event("c", _row(1, "older than the truncate"), 150),
+                two.event("c", _row(2, "two"), 300)])
+    if killed:
+        with killed_after(monkeypatch, killed):
+            lake.land()
+    landed = lake.land()
+    assert (landed.events_in, landed.rows_out, landed.held, landed.held_landed) == (3, {TABLE: 3}, {}, {})
+    assert _increment_ops(lake) == [("c", 150), ("c", 300), ("t", 200)] and _held_folders(lake) == []
+    assert lake.view(TABLE) == [_row(2, "two")]
+
+
+def test_held_truncates_land_when_the_batch_that_made_the_table_dies_before_its_increment(lake, monkeypatch):
+    lake.write([T.event("t", None, 200)], name="part-0.jsonl")
+    lake.land()
+    lake.write([T.event("c", _row(1, "older than the truncate"), 150), T.event("c", _row(2, "two"), 300)],
+               name="part-1.jsonl")
+    crash_once(monkeypatch, IncrementWriter, "write_rows")
+    with pytest.raises(Crash):
+        lake.land()
+    assert TABLE in Catalog(lake.spark, lake.config).tables()  # made by the attempt that died
+    assert lake.land().held_landed == {TABLE: 1}
+    assert _increment_ops(lake) == [("c", 150), ("c", 300), ("t", 200)] and _held_folders(lake) == []
     assert lake.view(TABLE) == [_row(2, "two")]
 
 
