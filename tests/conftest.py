@@ -72,26 +72,10 @@ def _selected(item, e2e: str) -> bool:
     return "e2e" in item.keywords and ("alone" in item.keywords) == (e2e == "alone")
 
 
-# Files whose tests take a minute or more in all (the processes they start, their crash loops). pytest-xdist hands
-# out the files with the most tests first, which leaves these few-test files to the end, where one worker runs one
-# of them alone while the other has nothing left; they are handed out first instead.
-LONG_FILES = (
-    "tests/test_kill9.py",
-    "tests/compaction/test_commit_protocol.py",
-    "tests/semantics/test_row_history.py",
-    "tests/test_installed_package.py",
-    "tests/compaction/test_change_feed.py",
-    "tests/semantics/test_property.py",
-    "tests/views/test_dialects.py",
-    "tests/landing/test_exactly_once.py",
-    "tests/test_run.py",
-)
-
-
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadfile`, with the end-to-end modules of the Spark cluster as one file
-    (tests/e2e/conftest.py:xdist_scope), and LONG_FILES first. (pytest-xdist's own `loadgroup` cannot group on
-    pytest 9: it renames `item._nodeid`, which pytest 9 no longer reads.)"""
+    (tests/e2e/conftest.py:xdist_scope). (pytest-xdist's own `loadgroup` cannot group on pytest 9: it renames
+    `item._nodeid`, which pytest 9 no longer reads.)"""
     if config.getoption("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
@@ -102,28 +86,7 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             return xdist_scope(nodeid)
 
-        def schedule(self) -> None:
-            if self.collection is None:  # the first call: the order the files are handed out in
-                self.config.option.loadscopereorder = False
-                for node, collection in self.registered_collections.items():
-                    self.registered_collections[node] = long_first(collection, xdist_scope)
-            super().schedule()
-
     return FileScheduling(config, log)
-
-
-def long_first(nodeids: list[str], scope_of) -> list[str]:
-    """The tests in the order their files (scopes) are handed out: LONG_FILES in their order, then the others with
-    the most tests first, as pytest-xdist orders them."""
-    counts: dict[str, int] = {}
-    for nodeid in nodeids:
-        counts[scope_of(nodeid)] = counts.get(scope_of(nodeid), 0) + 1
-
-    def rank(nodeid: str) -> tuple[int, int]:
-        scope = scope_of(nodeid)
-        return (LONG_FILES.index(scope), 0) if scope in LONG_FILES else (len(LONG_FILES), -counts[scope])
-
-    return sorted(nodeids, key=rank)
 
 
 def _is_xdist_worker(config) -> bool:
