@@ -112,10 +112,7 @@ class Catalog:
 
     def not_made(self) -> list[str]:
         """Names that have quarantined events or held truncates but no table yet."""
-        names = self.storage.list_names(self.root)
-        tables = set(self.tables())
-        return sorted({*self.quarantined_only(), *(
-            n for n in names if not n.startswith("_") and n not in tables and self.held_truncates(n))})
+        return [n for n in self._without_table() if self._quarantined(n) or self.held_truncates(n)]
 
     def held_truncates(self, table: str) -> list[str]:
         """The folders of the truncates held for `table` until its key is known (docs/design.md "Keys and keyless
@@ -125,10 +122,15 @@ class Catalog:
 
     def quarantined_only(self) -> list[str]:
         """Names that have quarantined events but no table (none of their topic's events could land yet)."""
-        names = self.storage.list_names(self.root)
+        return [n for n in self._without_table() if self._quarantined(n)]
+
+    def _without_table(self) -> list[str]:
+        """The names in the database's folder that are no table (its own `_` folders aside), sorted."""
         tables = set(self.tables())
-        return [n for n in names if not n.startswith("_") and n not in tables
-                and any(b.startswith("batch=") for b in self.storage.list_names(self.paths(n).quarantine))]
+        return sorted(n for n in self.storage.list_names(self.root) if not n.startswith("_") and n not in tables)
+
+    def _quarantined(self, name: str) -> bool:
+        return any(b.startswith("batch=") for b in self.storage.list_names(self.paths(name).quarantine))
 
     def schema(self, table: str) -> TableSchema | None:
         """The table's schema as saved (None: no such table), once its lake format is known to be readable: every
