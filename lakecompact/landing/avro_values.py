@@ -50,6 +50,15 @@ def decode_events(
                                 parsed=True, avro=True)
 
 
+def truncates(events: DataFrame, reader_schema: str) -> int:
+    """How many of the events (Avro envelopes, `reader_schema` as in decode_events) are truncates: their values
+    decoded for the op alone."""
+    from pyspark.sql.avro.functions import from_avro
+
+    op = from_avro(F.expr(_AVRO_BODY), reader_schema, {"mode": "PERMISSIVE"}).getField("op")
+    return events.where(op == "t").count()
+
+
 def as_written(raw: DataFrame, topic: str, schema_id: int) -> DataFrame:
     """decode.as_written of a topic whose values are Avro of one schema id: an event fits when its value starts
     with the 5 bytes of Confluent's header of that id, and its key is null or Avro (the careful way reads neither

@@ -502,8 +502,11 @@ class Landing:
                     key_schema=written.key_schema, key_sample=None, value_sample=None, events=0, values=0)
         first = GroupShape(group, written.shapes[0])
         if schema is None:
-            if written.key_schema is None and written.avro_id is None and self.config.table(table).key is None:
-                return None  # a new table's key comes from the key schema (Avro's: from the registry)
+            key_shown = written.key_schema if written.avro_id is None else self.schemas.registry_key(topic)
+            if not key_shown and self.config.table(table).key is None:
+                # a new table's key comes from the key schema (Avro's: from the registry); events that show none
+                # may all be truncates, which the careful way holds until the key is known
+                return None
             schema = self.schemas.create_table(table, topic, [first])
         decoder = None
         for taken, shape in enumerate(written.shapes):  # the table evolves through the versions as they come
@@ -637,7 +640,8 @@ class Landing:
         if shapes and all(s.shape is not None and s.shape.kind == "skip" for s in shapes):
             return None
         schema = self.catalog.schema(table)
-        held = schema is None and self.schemas.key_unknown(table, shapes)
+        held = schema is None and self.schemas.key_unknown(
+            table, topic, shapes, lambda group: events.where(_same_schema(group)))
         if schema is None:
             schema = (self.schemas.new_table if held else self.schemas.create_table)(table, topic, shapes)
         if schema is None:  # each group's events with why its schema could not be had

@@ -93,14 +93,30 @@ class TopicSchemas:
         fields = tuple(Field(f.name, strip_wire(f.schema)) for f in first.shape.fields)
         return TableSchema(table, topic, fields, tuple(key))
 
-    def key_unknown(self, table: str, shapes: list[GroupShape]) -> bool:
+    def key_unknown(
+        self, table: str, topic: str, shapes: list[GroupShape], events_of: Callable[[Row], DataFrame]
+    ) -> bool:
         """A new table's events do not show its key yet: each of them is a truncate, which carries no Kafka key,
-        and `tables.<t>.key` does not name it. Made now, the table would be keyless for good (docs/design.md "Keys
-        and keyless tables")."""
+        `tables.<t>.key` does not name it, and (Avro) the registry has no key schema of the topic yet. Made now,
+        the table would be keyless for good (docs/design.md "Keys and keyless tables"). `events_of`: a group's
+        events."""
         if self.config.table(table).key is not None:
             return False
-        groups = [s.group for s in shapes if s.shape is not None and s.shape.kind != "skip"]
-        return bool(groups) and all(g.truncates == g.values for g in groups)
+        shown = sorted((s for s in shapes if s.shape is not None and s.shape.kind != "skip"),
+                       key=lambda s: _is_avro(s.group))  # the counted groups first: an Avro group's count is a job
+        if not shown or (_is_avro(shown[-1].group) and self.registry_key(topic)):
+            return False
+        return all(self._truncates(s, events_of) == s.group.values for s in shown)
+
+    def _truncates(self, shaped: GroupShape, events_of: Callable[[Row], DataFrame]) -> int:
+        """A group's truncates: counted by the grouping pass, which reads no Avro value; an Avro group's by
+        decoding its events' op (asked only of a new table whose key the registry does not name)."""
+        group = shaped.group
+        if not _is_avro(group):
+            return group.truncates
+        if shaped.shape.kind != "envelope":  # a flattened row carries no op to tell a truncate by
+            return 0
+        return avro_values.truncates(events_of(group), self._reader_schema(group))
 
     def decoder(
         self, schema: TableSchema, shaped: GroupShape, landed_at: str, *, evolve: bool = True
@@ -112,8 +128,7 @@ class TopicSchemas:
             return shaped.error or "unknown schema"
         if shape.kind == "skip":
             return NOT_A_ROW_EVENT
-        avro = group.value_schema_hash and group.value_schema_hash.startswith(decode.AVRO_PREFIX)
-        writer_schema = json.dumps(avro_reader_schema(self._writer_schema(group))) if avro else None
+        writer_schema = self._reader_schema(group) if _is_avro(group) else None
         key_schema = json.loads(group.key_schema) if group.key_schema else None
         key = decode.key_columns(key_schema, []) if key_schema else None
         try:
@@ -178,24 +193,33 @@ class TopicSchemas:
         return self._registry_client
 
     def _key_columns(self, topic: str, group) -> tuple[str, ...]:
-        if group.value_schema_hash and group.value_schema_hash.startswith(decode.AVRO_PREFIX):
-            from lakecompact.schema import avro
-            from lakecompact.schema.registry import SchemaNotFound
-
-            registry = self._registry()
-            try:
-                return tuple(avro.key_fields(registry.schema(registry.subject(topic, "key")).schema))
-            except SchemaNotFound:
-                return ()
+        if _is_avro(group):
+            return self.registry_key(topic)
         key_schema = json.loads(group.key_schema) if group.key_schema else None
         return decode.key_columns(key_schema, list(group.key_sample or []))
+
+    def registry_key(self, topic: str) -> tuple[str, ...]:
+        """The columns of the topic's key schema in the registry; none while it has none (AvroConverter registers
+        it with the first event that has a key)."""
+        from lakecompact.schema import avro
+        from lakecompact.schema.registry import SchemaNotFound
+
+        registry = self._registry()
+        try:
+            return tuple(avro.key_fields(registry.schema(registry.subject(topic, "key")).schema))
+        except SchemaNotFound:
+            return ()
 
     def _writer_schema(self, group) -> dict:
         return self._registry().schema_by_id(int(group.value_schema_hash[len(decode.AVRO_PREFIX):]))
 
+    def _reader_schema(self, group) -> str:
+        """What `from_avro` reads an Avro group's values with (connect.avro_reader_schema of its writer schema)."""
+        return json.dumps(avro_reader_schema(self._writer_schema(group)))
+
     def _value_schema(self, group) -> dict | None:
         """The group's Connect schema: embedded in JSON events, or the Avro writer schema from the registry."""
-        if group.value_schema_hash and group.value_schema_hash.startswith(decode.AVRO_PREFIX):
+        if _is_avro(group):
             from lakecompact.schema import avro
 
             return avro_wire(avro.connect_schema(self._writer_schema(group)))
@@ -241,6 +265,11 @@ class TopicSchemas:
         if not _rows_with_deletes(shape):
             return None
         return decode.Written(topic, None, None, shape, avro_id=schema_id)
+
+
+def _is_avro(group: Row) -> bool:
+    """A group of Avro values (Confluent's wire format): its schema is the registry's, by id."""
+    return bool(group.value_schema_hash and group.value_schema_hash.startswith(decode.AVRO_PREFIX))
 
 
 def _rows_shape(text: str, topic: str) -> MessageShape | None:

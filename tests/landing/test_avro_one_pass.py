@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from lakecompact.lake.catalog import Catalog
 from lakecompact.landing import decode, kafka, land
 from lakecompact.landing.land import Landing
 from tests.support import avro as avro_support
@@ -54,15 +55,19 @@ def _avro(registry: RegistryServer, topic: Topic, lines: list[dict]) -> Records:
     return avro_support.converted(topic.value_schema(), topic.key_schema(), lines, value, key)
 
 
-def _landed(spark, tmp_path, registry: RegistryServer, records: Records, monkeypatch, name: str):
-    """A lake of its own whose Kafka source holds `records`, landed once: (the lake, its report)."""
-    stand_in = KafkaStandIn(spark, records)
+def _kafka_lake(spark, folder, registry: RegistryServer, stand_in: KafkaStandIn, monkeypatch) -> Lake:
+    """A lake in `folder` whose Kafka source is the stand-in (records added to it come in the next land)."""
     monkeypatch.setattr(kafka, "partition_bounds", stand_in.bounds)
     monkeypatch.setattr(kafka, "read", stand_in.read)
-    (tmp_path / name).mkdir()
-    lake = Lake(spark, tmp_path / name, database_name(),
+    return Lake(spark, folder, database_name(),
                 source={"kind": "kafka", "bootstrap_servers": "127.0.0.1:9", "topics": [TOPIC]},
                 registry={"url": registry.url})
+
+
+def _landed(spark, tmp_path, registry: RegistryServer, records: Records, monkeypatch, name: str):
+    """A lake of its own whose Kafka source holds `records`, landed once: (the lake, its report)."""
+    (tmp_path / name).mkdir()
+    lake = _kafka_lake(spark, tmp_path / name, registry, KafkaStandIn(spark, records), monkeypatch)
     return lake, lake.land()
 
 
@@ -185,3 +190,44 @@ def test_a_value_that_is_no_avro_lands_its_topic_whole_the_careful_way(
                                                                         b"not avro and not json")
     careful, careful_report = _careful_too(spark, tmp_path, registry, records, monkeypatch)
     _same_as_careful(lake, report, careful, careful_report)
+
+
+def _without_key_schema(registry: RegistryServer, topic: Topic, lines: list[dict]) -> Records:
+    """The lines as AvroConverter writes events without a key (truncates, a table without a primary key): no key
+    schema registered."""
+    value = registry.register(f"{TOPIC}-value", avro_support.avro_type(topic.value_schema(), set()))
+    return avro_support.converted(topic.value_schema(), topic.key_schema(), lines, value, key_id=0)
+
+
+def test_an_avro_truncate_alone_in_a_new_tables_first_batch_keeps_the_key_the_registry_names_later(
+        spark, tmp_path, registry, monkeypatch):
+    """AvroConverter registers a topic's key schema with its first event that has a key, and a truncate has none: the
+    table waits, its truncate held, for a batch whose events show the key (as JSON's does:
+    tests/semantics/test_snapshot_and_truncate.py)."""
+    items = Topic(TOPIC, V1, ["id"])
+    stand_in = KafkaStandIn(spark, _without_key_schema(registry, items, [items.event("t", None, 200)]))
+    lake = _kafka_lake(spark, tmp_path, registry, stand_in, monkeypatch)
+    held = lake.land()
+    assert (held.events_in, held.rows_out, held.held, held.quarantined) == (1, {}, {TABLE: 1}, {})
+    assert Catalog(spark, lake.config).tables() == []
+    stand_in.records += _avro(registry, items, [  # registers the key schema
+        items.event("c", {"id": 1, "name": "older than the truncate"}, 150), items.event("c", {"id": 2, "name": "b"}, 300),
+        items.event("u", {"id": 2, "name": "b2"}, 310)])
+    landed = lake.land()
+    assert (landed.events_in, landed.rows_out, landed.held_landed) == (3, {TABLE: 4}, {TABLE: 1})
+    assert Catalog(spark, lake.config).require(TABLE).key == ("id",)
+    assert lake.view(TABLE, order="id") == [{"id": 2, "name": "b2"}]
+    assert [row["__op"] for row in _increments(lake)] == ["t", "c", "c", "u"]
+
+
+def test_an_avro_table_without_a_key_is_made_keyless_by_its_first_batch_that_is_not_only_truncates(
+        spark, tmp_path, registry, monkeypatch, careful_calls):
+    keyless = Topic(TOPIC, V1, None)
+    records = _without_key_schema(registry, keyless, [
+        keyless.event("c", {"id": 1, "name": "a"}, 100), keyless.event("t", None, 200),
+        keyless.event("c", {"id": 1, "name": "a"}, 300), keyless.event("c", {"id": 1, "name": "again"}, 310)])
+    lake, report = _landed(spark, tmp_path, registry, records, monkeypatch, "keyless")
+    assert careful_calls == ["careful"]  # a new table whose key no schema shows: its events might all be truncates
+    assert (report.events_in, report.rows_out, report.held) == (4, {TABLE: 4}, {})
+    assert Catalog(spark, lake.config).require(TABLE).key == ()
+    assert lake.view(TABLE, order="name") == [{"id": 1, "name": "a"}, {"id": 1, "name": "again"}]
