@@ -81,6 +81,8 @@ def test_run_lands_and_compacts_on_its_own_is_watched_and_stops_on_sigterm(tmp_p
     by_topic = {s.topic.name: s for s in sources.values()}
     wave2 += [by_topic[line["topic"]].redelivered(line, same_offset=rng.random() < 0.5)
               for line in rng.sample(wave1, 6)]
+    # a table whose events so far are one truncate: held until its key is known, no table yet
+    wave2.append(Source("run.public.gamma", rng).topic.event("t", None, next(positions)))
     rng.shuffle(wave2)
 
     deliver(events, "wave-1", wave1)
@@ -107,6 +109,8 @@ def test_run_lands_and_compacts_on_its_own_is_watched_and_stops_on_sigterm(tmp_p
             assert second[("lakecompact_live_rows", f"lake.{table}")] == len(expected_view(sources[table].model))
             assert second[("lakecompact_source_lag_seconds", f"lake.{table}")] > 0
         assert second[("lakecompact_land_failures_total", "")] == 0
+        assert (second[("lakecompact_land_held_total", "")], second[("lakecompact_land_held_landed_total", "")]) == (1, 0)
+        assert ("lakecompact_base_version", "lake.public_gamma") not in second
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=300)
     finally:

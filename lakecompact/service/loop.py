@@ -68,7 +68,7 @@ class Service:
         self._not_before: dict[str, float] = {}  # table -> monotonic time before which a failed one is not retried
         self._tables: dict[str, dict[str, Any]] = {}  # table -> this process's counters
         self._land: dict[str, Any] = {"lands": 0, "failures": 0, "events_in": 0, "rows_out": 0, "quarantined": 0,
-                                      "skipped": 0, "last_at": None, "last_seconds": None, "last_error": None,
+                                      "skipped": 0, "held": 0, "held_landed": 0, "last_at": None, "last_seconds": None, "last_error": None,
                                       "idle": False}
         self._rows: list[dict[str, Any]] = []
         self._state = "running"
@@ -177,6 +177,8 @@ class Service:
             self._land["rows_out"] += sum(report.rows_out.values())
             self._land["quarantined"] += sum(report.quarantined.values())
             self._land["skipped"] += report.skipped
+            self._land["held"] += sum(report.held.values())
+            self._land["held_landed"] += sum(report.held_landed.values())
             self._land["last_at"] = _now_iso()
             self._land["last_seconds"] = round(time.monotonic() - started, 3)
             self._land["last_error"] = None

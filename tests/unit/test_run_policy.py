@@ -52,8 +52,8 @@ def test_a_table_is_due_when_one_trigger_holds(policy, status, due):
 
 SNAPSHOT = {
     "pid": 1, "state": "running", "started_at": iso(600), "updated_at": iso(0),
-    "land": {"lands": 7, "failures": 1, "events_in": 120, "rows_out": 100, "quarantined": 3, "skipped": 17,
-             "last_at": iso(5), "last_seconds": 2.5},
+    "land": {"lands": 7, "failures": 1, "events_in": 120, "rows_out": 99, "quarantined": 3, "skipped": 17,
+             "held": 2, "held_landed": 1, "last_at": iso(5), "last_seconds": 2.5},
     "tables": [
         {"table": "lake.orders", "base_version": 4, "base_rows": 90, "live_rows": 80, "pending_batches": 2,
          "pending_events": 20, "quarantined": 3, "last_compaction": iso(300), "last_compaction_seconds": 12.25,
@@ -78,6 +78,9 @@ def test_the_exposition_is_prometheus_text_with_one_sample_per_table_and_known_v
     assert parsed[("lakecompact_up", "")] == 1
     assert parsed[("lakecompact_lands_total", "")] == 7
     assert parsed[("lakecompact_land_events_total", "")] == 120
+    # in = out + quarantined + skipped + held - held landed
+    assert [parsed[(f"lakecompact_land_{name}_total", "")] for name in ("rows", "quarantined", "skipped", "held",
+                                                                        "held_landed")] == [99, 3, 17, 2, 1]
     assert parsed[("lakecompact_last_land_duration_seconds", "")] == 2.5
     assert parsed[("lakecompact_pending_events", "lake.orders")] == 20
     assert parsed[("lakecompact_pending_batches", "lake.orders")] == 2
