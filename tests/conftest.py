@@ -165,6 +165,10 @@ def spark(tmp_path_factory, metastore_uri):
             "spark": {
                 "master": "local[2]",
                 "conf": {
+                    # one JVM serves a worker's few hundred tests, and what they keep alive grows with them (its
+                    # status store's last 1,000 queries, the plans the tests' DataFrames hold): at 1g, an example
+                    # late in the run that decodes a 9 MB value (test_damage_property.py) ran out of heap
+                    "spark.driver.memory": "2g",
                     "spark.sql.shuffle.partitions": "4",
                     "spark.default.parallelism": "4",
                     "spark.ui.enabled": "false",
