@@ -11,6 +11,7 @@ here; it dropped a struct field that Avro names otherwise (a union's branches), 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -50,13 +51,13 @@ def decode_events(
                                 parsed=True, avro=True)
 
 
-def truncates(events: DataFrame, reader_schema: str) -> int:
-    """How many of the events (Avro envelopes, `reader_schema` as in decode_events) are truncates: their values
-    decoded for the op alone."""
-    from pyspark.sql.avro.functions import from_avro
-
-    op = from_avro(F.expr(_AVRO_BODY), reader_schema, {"mode": "PERMISSIVE"}).getField("op")
-    return events.where(op == "t").count()
+def without_op_or_truncates(events: DataFrame, reader_schema: str) -> int:
+    """How many of the events (Avro envelopes, `reader_schema` as in decode_events) are truncates or have no op (a
+    value that does not decode is a record of nulls; decode_events quarantines it): their values decoded for the op
+    alone."""
+    has_op = "op" in {f["name"] for f in json.loads(reader_schema).get("fields", [])}
+    op = _decoded(reader_schema).getField("op") if has_op else F.lit(None)
+    return events.where(F.coalesce(op == "t", F.lit(True))).count()
 
 
 def as_written(raw: DataFrame, topic: str, schema_id: int) -> DataFrame:
@@ -73,10 +74,7 @@ def as_written(raw: DataFrame, topic: str, schema_id: int) -> DataFrame:
 def parsed(events: DataFrame, reader_schema: str, shape: decode.MessageShape, table: TableSchema) -> DataFrame:
     """The events with the value as `m`, the JSON path's wire struct in Avro's representation, and `k` (null: an
     Avro key is not read, the key columns come from the value)."""
-    from pyspark.sql.avro.functions import from_avro
-
-    value = from_avro(F.expr(_AVRO_BODY), reader_schema, {"mode": "PERMISSIVE"})
-    with_value = events.withColumn("__avro", value)
+    with_value = events.withColumn("__avro", _decoded(reader_schema))
     fields = list(shape.fields) or list(table.fields)
     message = _message(F.col("__avro"), with_value.schema["__avro"].dataType, shape, fields)
     with_message = with_value.withColumn("m", message).drop("__avro")
@@ -84,6 +82,13 @@ def parsed(events: DataFrame, reader_schema: str, shape: decode.MessageShape, ta
     row = m_type["after"].dataType if shape.kind == "envelope" else m_type
     key = [T.StructField(f.name, row[f.name].dataType) for f in fields if f.name in table.key]
     return with_message.withColumn("k", F.lit(None).cast(T.StructType(key)) if key else F.lit(None))
+
+
+def _decoded(reader_schema: str) -> Column:
+    """The value of an event in Confluent's wire format as Avro holds it; null when it does not decode."""
+    from pyspark.sql.avro.functions import from_avro
+
+    return from_avro(F.expr(_AVRO_BODY), reader_schema, {"mode": "PERMISSIVE"})
 
 
 def _message(value: Column, avro: T.DataType, shape: decode.MessageShape, fields: list[Field]) -> Column:

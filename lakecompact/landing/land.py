@@ -502,8 +502,8 @@ class Landing:
                     key_schema=written.key_schema, key_sample=None, value_sample=None, events=0, values=0)
         first = GroupShape(group, written.shapes[0])
         if schema is None:
-            key_shown = written.key_schema if written.avro_id is None else self.schemas.registry_key(topic)
-            if not key_shown and self.config.table(table).key is None:
+            configured = self.config.table(table).key is not None
+            if not (configured or (written.key_schema if written.avro_id is None else self.schemas.registry_key(topic))):
                 # a new table's key comes from the key schema (Avro's: from the registry); events that show none
                 # may all be truncates, which the careful way holds until the key is known
                 return None

@@ -54,6 +54,7 @@ class TopicSchemas:
         self.storage = catalog.storage
         self._delete_forms: dict[str, str | None] = {}  # table -> how its deletes come, as recorded, read once a run
         self._registry_client: Registry | None = None
+        self._registry_keys: dict[str, tuple[str, ...]] = {}  # topic -> its key subject's columns, for the batch
         self.made: set[str] = set()  # the tables made by the batch being landed
 
     def shapes(self, topic: str, groups: list[Row]) -> list[GroupShape]:
@@ -102,21 +103,22 @@ class TopicSchemas:
         events."""
         if self.config.table(table).key is not None:
             return False
-        shown = sorted((s for s in shapes if s.shape is not None and s.shape.kind != "skip"),
-                       key=lambda s: _is_avro(s.group))  # the counted groups first: an Avro group's count is a job
-        if not shown or (_is_avro(shown[-1].group) and self.registry_key(topic)):
+        rows = sorted((s for s in shapes if s.shape is not None and s.shape.kind != "skip"),
+                      key=lambda s: _is_avro(s.group))  # the counted groups first: an Avro group's count is a job
+        if not rows or (any(_is_avro(s.group) for s in rows) and self.registry_key(topic)):
             return False
-        return all(self._truncates(s, events_of) == s.group.values for s in shown)
+        return all(self._showing_no_key(s, events_of) == s.group.values for s in rows)
 
-    def _truncates(self, shaped: GroupShape, events_of: Callable[[Row], DataFrame]) -> int:
-        """A group's truncates: counted by the grouping pass, which reads no Avro value; an Avro group's by
-        decoding its events' op (asked only of a new table whose key the registry does not name)."""
+    def _showing_no_key(self, shaped: GroupShape, events_of: Callable[[Row], DataFrame]) -> int:
+        """A group's events that show no key: its truncates, counted by the grouping pass, which reads no Avro
+        value; an Avro group's by decoding its events' op (asked only of a new table whose key the registry does
+        not name), with the values that have none (quarantined, they show nothing)."""
         group = shaped.group
         if not _is_avro(group):
             return group.truncates
         if shaped.shape.kind != "envelope":  # a flattened row carries no op to tell a truncate by
             return 0
-        return avro_values.truncates(events_of(group), self._reader_schema(group))
+        return avro_values.without_op_or_truncates(events_of(group), self._reader_schema(group))
 
     def decoder(
         self, schema: TableSchema, shaped: GroupShape, landed_at: str, *, evolve: bool = True
@@ -200,15 +202,17 @@ class TopicSchemas:
 
     def registry_key(self, topic: str) -> tuple[str, ...]:
         """The columns of the topic's key schema in the registry; none while it has none (AvroConverter registers
-        it with the first event that has a key)."""
+        it with the first event that has a key). Asked once a batch."""
         from lakecompact.schema import avro
         from lakecompact.schema.registry import SchemaNotFound
 
-        registry = self._registry()
-        try:
-            return tuple(avro.key_fields(registry.schema(registry.subject(topic, "key")).schema))
-        except SchemaNotFound:
-            return ()
+        if topic not in self._registry_keys:
+            registry = self._registry()
+            try:
+                self._registry_keys[topic] = tuple(avro.key_fields(registry.schema(registry.subject(topic, "key")).schema))
+            except SchemaNotFound:
+                self._registry_keys[topic] = ()
+        return self._registry_keys[topic]
 
     def _writer_schema(self, group) -> dict:
         return self._registry().schema_by_id(int(group.value_schema_hash[len(decode.AVRO_PREFIX):]))

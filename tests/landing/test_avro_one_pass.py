@@ -55,13 +55,13 @@ def _avro(registry: RegistryServer, topic: Topic, lines: list[dict]) -> Records:
     return avro_support.converted(topic.value_schema(), topic.key_schema(), lines, value, key)
 
 
-def _kafka_lake(spark, folder, registry: RegistryServer, stand_in: KafkaStandIn, monkeypatch) -> Lake:
+def _kafka_lake(spark, folder, registry: RegistryServer, stand_in: KafkaStandIn, monkeypatch, **settings) -> Lake:
     """A lake in `folder` whose Kafka source is the stand-in (records added to it come in the next land)."""
     monkeypatch.setattr(kafka, "partition_bounds", stand_in.bounds)
     monkeypatch.setattr(kafka, "read", stand_in.read)
     return Lake(spark, folder, database_name(),
                 source={"kind": "kafka", "bootstrap_servers": "127.0.0.1:9", "topics": [TOPIC]},
-                registry={"url": registry.url})
+                registry={"url": registry.url}, **settings)
 
 
 def _landed(spark, tmp_path, registry: RegistryServer, records: Records, monkeypatch, name: str):
@@ -205,10 +205,12 @@ def test_an_avro_truncate_alone_in_a_new_tables_first_batch_keeps_the_key_the_re
     table waits, its truncate held, for a batch whose events show the key (as JSON's does:
     tests/semantics/test_snapshot_and_truncate.py)."""
     items = Topic(TOPIC, V1, ["id"])
-    stand_in = KafkaStandIn(spark, _without_key_schema(registry, items, [items.event("t", None, 200)]))
+    first = _without_key_schema(registry, items, [items.event("t", None, 200), items.event("t", None, 210)])
+    first[1] = (None, first[1][1][:8])  # a value that does not decode shows no key either: quarantined
+    stand_in = KafkaStandIn(spark, first)
     lake = _kafka_lake(spark, tmp_path, registry, stand_in, monkeypatch)
     held = lake.land()
-    assert (held.events_in, held.rows_out, held.held, held.quarantined) == (1, {}, {TABLE: 1}, {})
+    assert (held.events_in, held.rows_out, held.held, held.quarantined) == (2, {}, {TABLE: 1}, {TABLE: 1})
     assert Catalog(spark, lake.config).tables() == []
     stand_in.records += _avro(registry, items, [  # registers the key schema
         items.event("c", {"id": 1, "name": "older than the truncate"}, 150), items.event("c", {"id": 2, "name": "b"}, 300),
@@ -217,7 +219,27 @@ def test_an_avro_truncate_alone_in_a_new_tables_first_batch_keeps_the_key_the_re
     assert (landed.events_in, landed.rows_out, landed.held_landed) == (3, {TABLE: 4}, {TABLE: 1})
     assert Catalog(spark, lake.config).require(TABLE).key == ("id",)
     assert lake.view(TABLE, order="id") == [{"id": 2, "name": "b2"}]
-    assert [row["__op"] for row in _increments(lake)] == ["t", "c", "c", "u"]
+    assert [(row["__op"], row["__kafka_offset"]) for row in _increments(lake)] == [("t", 0), ("c", 2), ("c", 3),
+                                                                                    ("u", 4)]
+    assert [row["__kafka_offset"] for row in _quarantined(lake)] == [1]
+
+
+def test_a_configured_key_takes_a_new_avro_table_in_one_pass_whatever_its_key_subject_holds(
+        spark, tmp_path, registry, monkeypatch, careful_calls):
+    """A key that is no record (ExtractField$Key's id alone) is why `tables.<t>.key` names the columns: the registry's
+    key subject is not read."""
+    items = Topic(TOPIC, V1, ["id"])
+    values = _without_key_schema(registry, items, [items.event("c", {"id": 1, "name": "a"}, 100),
+                                                   items.event("c", {"id": 2, "name": "b"}, 110),
+                                                   items.event("u", {"id": 1, "name": "a2"}, 120)])
+    key_id = registry.register(f"{TOPIC}-key", '"int"')
+    records = [(avro_support.encode(key_id, "int", n), value) for n, (_, value) in zip((1, 2, 1), values, strict=True)]
+    lake = _kafka_lake(spark, tmp_path, registry, KafkaStandIn(spark, records), monkeypatch,
+                       tables={TABLE: {"key": ["id"]}})
+    report = lake.land()
+    assert careful_calls == [] and _counts(report) == (3, {TABLE: 3}, {}, 0)
+    assert Catalog(spark, lake.config).require(TABLE).key == ("id",)
+    assert lake.view(TABLE, order="id") == [{"id": 1, "name": "a2"}, {"id": 2, "name": "b"}]
 
 
 def test_an_avro_table_without_a_key_is_made_keyless_by_its_first_batch_that_is_not_only_truncates(
