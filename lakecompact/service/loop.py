@@ -68,8 +68,8 @@ class Service:
         self._not_before: dict[str, float] = {}  # table -> monotonic time before which a failed one is not retried
         self._tables: dict[str, dict[str, Any]] = {}  # table -> this process's counters
         self._land: dict[str, Any] = {"lands": 0, "failures": 0, "events_in": 0, "rows_out": 0, "quarantined": 0,
-                                      "skipped": 0, "held": 0, "held_landed": 0, "last_at": None, "last_seconds": None, "last_error": None,
-                                      "idle": False}
+                                      "skipped": 0, "held": 0, "held_landed": 0, "last_at": None, "last_seconds": None,
+                                      "last_error": None, "idle": False}
         self._rows: list[dict[str, Any]] = []
         self._state = "running"
         self._started_at = _now_iso()
