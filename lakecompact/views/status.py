@@ -98,13 +98,14 @@ def print_status(rows: list[dict[str, Any]]) -> None:
         if row["table"] == UNPLACED:
             say(f"{row['table']}: {row['quarantined']} quarantined events")
             continue
-        if "base_version" not in row and not row["held_truncates"]:
+        # held_truncates is None (not 0) when a held folder's counts are missing: a crash cut its write short
+        if "base_version" not in row and row["held_truncates"] == 0:
             say(f"{row['table']}: {row['quarantined']} quarantined events (no table yet: none of its events could land)")
             continue
         if "base_version" not in row:
             quarantined = f", {row['quarantined']} quarantined events" if row["quarantined"] else ""
-            say(f"{row['table']}: {row['held_truncates']} truncate(s) held{quarantined} (no table yet: its key is "
-                f"known once an event other than a truncate comes)")
+            say(f"{row['table']}: {shown(row['held_truncates'])} truncate(s) held{quarantined} (no table yet: its key "
+                f"is known once an event other than a truncate comes)")
             continue
         feed = ", ".join(f"v{v}" for v in row["change_feed_versions"]) or "none"
         compacted = (f"last compaction {row['last_compaction']} ({shown(row['last_compaction_seconds'])}s)"
